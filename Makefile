@@ -1,0 +1,123 @@
+# agent-chat - build, test, benchmark, install.
+#
+#   make                 build ./agent-chat
+#   make test            install missing Debian packages (as root), build,
+#                        run every test (C unit, busted, functional,
+#                        conformance); ends with prove's "Result: PASS"
+#   make demo            set up, build and run the two-agent demo
+#   make bench           benchmark table (AGENT_CHAT_BIN="cmd" to compare)
+#   make lint            luacheck + cppcheck
+#   make install         PREFIX=/usr/local DESTDIR=
+#   make DEVELOPER=1     warnings are errors
+#   make SANITIZE=address,undefined test
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DESTDIR ?=
+PKG_CONFIG ?= pkg-config
+CC ?= cc
+
+# Recursive (=) so pkg-config runs only when a compile needs it, after the
+# deps target had a chance to install it.
+LUA_CFLAGS = $(shell $(PKG_CONFIG) --cflags lua5.4)
+LUA_LIBS = $(shell $(PKG_CONFIG) --libs lua5.4)
+YAML_CFLAGS = $(shell $(PKG_CONFIG) --cflags yaml-0.1)
+YAML_LIBS = $(shell $(PKG_CONFIG) --libs yaml-0.1)
+JANSSON_CFLAGS = $(shell $(PKG_CONFIG) --cflags jansson)
+JANSSON_LIBS = $(shell $(PKG_CONFIG) --libs jansson)
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wwrite-strings -Wvla -Wformat=2 -Wundef
+CFLAGS ?= -O2 -g
+ifdef DEVELOPER
+WARN += -Werror
+endif
+ALL_CFLAGS = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
+             -Iinclude $(LUA_CFLAGS) $(JANSSON_CFLAGS) $(YAML_CFLAGS) $(CFLAGS) -MMD -MP
+ALL_LDFLAGS = $(LDFLAGS)
+ifdef SANITIZE
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) -lm
+
+# The pure-C runtime (no lua.h) is a static library shared by the binary
+# and the C unit tests.
+RUNTIME_SRC := src/err.c src/fault.c src/fsutil.c src/utf8.c src/pystr.c src/slug.c \
+               src/buf.c src/json.c src/clock.c src/channel.c src/frontmatter.c \
+               src/scan.c src/seq.c src/cursor.c src/store.c src/store_fs.c src/wait.c
+HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c
+LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
+
+RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/%.o)
+HOST_OBJ := $(HOST_SRC:src/%.c=build/%.o) build/embedded_lua.o
+
+C_TEST_SRC := $(wildcard tests/c/test_*.c)
+C_TESTS := $(C_TEST_SRC:tests/c/%.c=build/tests/%)
+
+CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conformance/run)
+# Conformance families whose issues have landed (see the README).
+CONFORMANCE_FAMILIES ?= msg
+
+.PHONY: all deps test check demo bench lint install uninstall clean tests
+all: agent-chat
+
+deps:
+	@scripts/install-deps
+
+agent-chat: $(RUNTIME_OBJ) $(HOST_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+build/librt.a: $(RUNTIME_OBJ)
+	$(AR) rcs $@ $^
+
+build/%.o: src/%.c | build
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+build/embedded_lua.c: $(LUA_SRC) scripts/embed-lua | build
+	scripts/embed-lua $@ $(LUA_SRC)
+
+build/embedded_lua.o: build/embedded_lua.c
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+
+build/tests/%: tests/c/%.c tests/c/tap.h build/librt.a | build
+	@mkdir -p build/tests
+	$(CC) $(ALL_CFLAGS) -Itests/c -o $@ $< build/librt.a $(ALL_LDFLAGS) $(LIBS)
+
+build:
+	@mkdir -p build
+
+tests: agent-chat $(C_TESTS)
+
+# One prove run over every kind of test, so CI reads one closing line.
+test check: deps
+	@$(MAKE) --no-print-directory tests
+	AGENT_CHAT_TEST_FSYNC=0 CONFORMANCE="$(CONFORMANCE)" \
+	  CONFORMANCE_FAMILIES="$(CONFORMANCE_FAMILIES)" \
+	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
+	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%)
+
+demo: deps
+	@$(MAKE) --no-print-directory agent-chat
+	scripts/demo
+
+bench: deps
+	@$(MAKE) --no-print-directory agent-chat
+	scripts/bench
+
+lint:
+	luacheck --std lua54 lua tests examples
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+	  --suppress=missingIncludeSystem -Iinclude src tests/c
+
+install: agent-chat
+	install -d '$(DESTDIR)$(BINDIR)'
+	install -m 755 agent-chat '$(DESTDIR)$(BINDIR)/agent-chat'
+
+uninstall:
+	rm -f '$(DESTDIR)$(BINDIR)/agent-chat'
+
+clean:
+	rm -rf build agent-chat
+
+-include $(RUNTIME_OBJ:.o=.d) $(HOST_OBJ:.o=.d)

@@ -1,0 +1,44 @@
+/*
+ * clock.h - time for deadlines and for timestamps written to files.
+ *
+ * Deadlines and timeouts use CLOCK_MONOTONIC: compute one absolute deadline
+ * on entry and pass it down (s6-svwait). Timestamps written into files are
+ * wall-clock ISO-8601 with the local UTC offset, as Python's
+ * datetime.now().astimezone().isoformat() writes them.
+ *
+ * Interruption: SIGINT and SIGTERM only set a flag (ac_clock_interrupted);
+ * every blocking loop of the runtime checks it and returns EINTR-style
+ * errors so that cleanup (temp files, the seq lock) always runs.
+ */
+#ifndef AGENTCHAT_CLOCK_H
+#define AGENTCHAT_CLOCK_H
+
+#include <stdint.h>
+
+#define AC_ISO_MAX 48
+
+/* Monotonic time in nanoseconds. */
+int64_t ac_clock_mono_ns(void);
+
+/* Current wall-clock time with the local offset, e.g.
+ * "2026-11-30T05:01:23+00:00" (digits = 0) or with ".123456" (digits = 6). */
+void ac_clock_iso_now(char out[AC_ISO_MAX], int digits);
+
+/* Sleep for up to `ns`, waking early (returning -1, errno EINTR) when an
+ * interrupt signal arrived. */
+int ac_clock_sleep_ns(int64_t ns);
+
+/* Install the SIGINT/SIGTERM flag handlers and ignore SIGPIPE. */
+void ac_clock_install_signals(void);
+
+/* The signal number that asked us to stop (SIGINT or SIGTERM), or 0. */
+int ac_clock_interrupted(void);
+
+/* Forget a delivered interrupt (used after it has been reported). */
+void ac_clock_clear_interrupt(void);
+
+/* Hook called from the signal handler after the flag is set (the Lua host
+ * uses it to stop a running Lua chunk, like lua.c's laction). */
+void ac_clock_set_interrupt_hook(void (*hook)(int sig));
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * frontmatter.h - the message file format of SPEC.md 3.3.
+ *
+ * Reading is tolerant because it defines compatibility with every file the
+ * Python tool or a human ever wrote:
+ *   - the first line must start with "---", else there is no frontmatter;
+ *   - lines are read until one equals "---" after Python str.strip(); with no
+ *     such line there is no frontmatter either;
+ *   - lines without ':' are skipped; others split at the first ':' and both
+ *     sides are stripped; a later duplicate key wins (a Python dict).
+ * Writing is exact: field order seq, from, to, [reply_to], channel, ts,
+ * status, title; "key: value" with one space; runs of CR/LF inside a value
+ * become one space (no frontmatter injection); the body is right-stripped
+ * and followed by one "\n".
+ *
+ * Calling sequence (reading):
+ *     struct ac_fm fm;
+ *     ac_fm_parse(text, len, &fm);      // text must outlive fm
+ *     const char *v; size_t vlen;
+ *     if (ac_fm_get(&fm, "from", &v, &vlen)) ...
+ *     ac_fm_free(&fm);
+ */
+#ifndef AGENTCHAT_FRONTMATTER_H
+#define AGENTCHAT_FRONTMATTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ac_fm_pair {
+    const char *key;
+    size_t key_len;
+    const char *value;
+    size_t value_len;
+};
+
+struct ac_fm {
+    int present;                 /* a closed frontmatter block was found */
+    struct ac_fm_pair *pairs;    /* in file order, duplicates included */
+    size_t npairs;
+};
+
+/* Parse the frontmatter of text[0..len) (newlines already normalised to
+ * "\n"). Returns 0, or -1 on allocation failure (then fm is empty). */
+int ac_fm_parse(const char *text, size_t len, struct ac_fm *fm);
+void ac_fm_free(struct ac_fm *fm);
+
+/* Last value of `key`; returns 1 if present. */
+int ac_fm_get(const struct ac_fm *fm, const char *key,
+              const char **value, size_t *value_len);
+
+/* SPEC.md 4 relevance: a message is for `agent` when its `from` differs
+ * and its `to` is a broadcast (missing, "", "all", "[]", "*") or lists the
+ * agent (brackets stripped, split on ',', entries trimmed). Exact,
+ * case-sensitive comparison. */
+int ac_fm_is_relevant(const struct ac_fm *fm, const char *agent, size_t agent_len);
+
+/* True when `to` is a broadcast form. */
+int ac_fm_to_is_broadcast(const char *to, size_t len);
+
+struct ac_msg_fields {
+    uint64_t seq;
+    const char *from;
+    const char *to;          /* "" is written as "all" */
+    int has_reply;           /* write reply_to (the caller drops reply 0) */
+    int64_t reply_to;
+    const char *channel;
+    const char *ts;
+    const char *status;
+    const char *title;
+    const char *body;
+    size_t body_len;
+};
+
+/* Compose the exact file text. Returns a malloc'ed NUL-terminated buffer
+ * (length in *len) or NULL on allocation failure. */
+char *ac_msg_compose(const struct ac_msg_fields *f, size_t *len);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * fsutil.h - every system call that touches a channel goes through here.
+ *
+ * Paths below the root are always resolved one component at a time relative
+ * to an open directory descriptor (openat and friends) with O_NOFOLLOW, so a
+ * symlink or a `..` placed inside a channel can never lead a command out of
+ * the root. Only the root directory itself is opened by path (it is the
+ * user's choice and may legitimately be a symlink).
+ *
+ * Atomic publication follows git's tempfile.c and SQLite's unixSync:
+ *   1. create `.<target>.<random>.tmp` in the same directory with O_EXCL;
+ *   2. write everything, fsync the file (ac_fsync), close and check close;
+ *   3. rename over the target (replace) or link to it (never overwrite);
+ *   4. fsync the directory (ignoring EINVAL where that is unsupported);
+ *   5. on any failure unlink the temp and return -1 with the original errno.
+ * Temp names start with '.' and do not end in ".md", so no reader ever
+ * mistakes them for messages or records.
+ *
+ * Error handling: functions return -1 with errno set ("errno is meaningful on
+ * failure") unless they take a struct ac_err, in which case they fill it.
+ * EINTR is retried for open, read, write and flock-style calls, never for
+ * close.
+ */
+#ifndef AGENTCHAT_FSUTIL_H
+#define AGENTCHAT_FSUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agentchat/err.h"
+
+/* fsync(fd) unless AGENT_CHAT_TEST_FSYNC=0 (test speed switch, git's
+ * maybe_fsync). errno is meaningful on failure. */
+int ac_fsync(int fd);
+
+/* fsync a directory; EINVAL (filesystems that cannot) counts as success. */
+int ac_fsync_dir(int dirfd);
+
+/* Open the directory `name` inside `dirfd` without following a symlink.
+ * Returns a descriptor or -1 (errno: ENOENT, ENOTDIR, ELOOP for a symlink). */
+int ac_open_dir_at(int dirfd, const char *name);
+
+/* Open a directory by path (following symlinks; used for the root only). */
+int ac_open_dir_path(const char *path);
+
+/* Create every missing directory of `path` (like mkdir -p). */
+int ac_mkdirs(const char *path, mode_t mode);
+
+/* Read the regular file `name` inside `dirfd` into a malloc'ed buffer that
+ * is NUL-terminated (the NUL is not counted in *len). Refuses symlinks
+ * (ELOOP), non-regular files (EISDIR for directories, EINVAL otherwise) and
+ * files larger than `cap` bytes (EFBIG). */
+int ac_read_file_at(int dirfd, const char *name, size_t cap,
+                    char **out, size_t *len);
+
+/* Same as ac_read_file_at on an already open descriptor. */
+int ac_read_fd(int fd, size_t cap, char **out, size_t *len);
+
+/* write() until done, retrying EINTR and short writes. */
+int ac_write_all(int fd, const void *buf, size_t len);
+
+enum {
+    AC_ATOMIC_REPLACE = 0,      /* rename over an existing target */
+    AC_ATOMIC_NOREPLACE = 1,    /* link(): fail with EEXIST if target exists */
+    AC_ATOMIC_NO_DIRSYNC = 2    /* caller fsyncs the directory itself */
+};
+
+/* Publish `len` bytes as `dirfd/name` atomically (see the recipe above).
+ * `fault_tag` names the fault points "<tag>.write", "<tag>.fsync",
+ * "<tag>.publish" and "<tag>.dirsync" (may be NULL for none).
+ * errno is meaningful on failure; EEXIST with AC_ATOMIC_NOREPLACE means the
+ * target already existed and nothing was changed. */
+int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
+                    mode_t mode, int flags, const char *fault_tag);
+
+/* Rename `from` to `to` inside dirfd without ever replacing `to`
+ * (renameat2 RENAME_NOREPLACE, or link+unlink where unsupported).
+ * errno EEXIST when `to` exists. */
+int ac_rename_noreplace(int dirfd, const char *from, const char *to);
+
+/* Wall clock of the directory's last modification (statx mtime, ns). */
+int ac_dir_mtime(int dirfd, int64_t *sec, int64_t *nsec);
+
+/* True when a regular file `name` exists in dirfd (not following symlinks). */
+int ac_is_regular_at(int dirfd, const char *name);
+
+/* Directory iteration. The callback gets each entry name (never "." or "..")
+ * and a d_type (DT_UNKNOWN is resolved with fstatat, without following
+ * symlinks). A callback returning non-zero stops the walk and that value is
+ * returned. Returns -1 with errno on a read error. */
+typedef int (*ac_dir_cb)(void *ctx, const char *name, unsigned char type);
+int ac_dir_walk(int dirfd, ac_dir_cb cb, void *ctx);
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * scan.h - finding the message files of a channel directory.
+ *
+ * A message file is a regular file named "<decimal>-<anything>.md", where
+ * <decimal> passes Python's str.isdecimal() (any script) and is its seq
+ * (SPEC.md 3.3). Listing a directory costs about 0.3 us per entry, which is
+ * 30 ms for a 100,000-message channel: too slow for every post and for the
+ * "nothing new" path of read and wait. So the directory carries a *scan
+ * stamp*, a cache of (directory mtime, highest seq, message count) kept in
+ * the extended attribute "user.agent-chat.scan" (invisible to the folder
+ * format, to the Python tool and to Git; filesystems without user xattrs
+ * simply always list).
+ *
+ * Why the stamp is safe (the racy-git problem):
+ * A stamp says "when the directory's mtime was M, the files were these".
+ * It is used only when the directory's mtime is still exactly M, and it is
+ * written only when every later change is certain to produce a different
+ * mtime:
+ *   - after a full listing, if the coarse wall clock read *before* the
+ *     first statx was already past M (any later change is stamped at least
+ *     that late), and the mtime did not move during the listing;
+ *   - after a post, if the file system hands out fine-grained timestamps to
+ *     queried inodes (Linux multigrain timestamps, 6.13+): the post proves it
+ *     by seeing two distinct mtimes around two of its own changes made
+ *     within 100 us, which coarse (tick-based) timestamps cannot produce.
+ *     The stamp is then written from a statx taken within 100 us of the
+ *     post's last change (its rmdir of _seq.lock), so no other poster (the
+ *     Python tool needs milliseconds) can slip a file in between.
+ * Anything else (a hand-made file, the Python tool posting, a deletion)
+ * changes the mtime, invalidates the stamp and costs one full listing.
+ */
+#ifndef AGENTCHAT_SCAN_H
+#define AGENTCHAT_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentchat/err.h"
+
+struct ac_entry {
+    uint64_t seq;
+    char *name;
+};
+
+struct ac_listing {
+    struct ac_entry *v;     /* entries with seq > after, sorted by (seq, name) */
+    size_t n;
+    uint64_t max_seq;       /* highest seq among all message files (0: none) */
+    size_t count;           /* number of message files */
+    char *last_name;        /* name of the file with max_seq (NULL: none) */
+    int from_stamp;         /* answered by the stamp, without a listing */
+};
+
+struct ac_stamp {
+    int64_t sec, nsec;      /* directory mtime the stamp describes */
+    uint64_t max_seq;
+    uint64_t count;
+    char last_name[256];
+};
+
+/* If `name` is a message file name, store its seq and return 1. */
+int ac_scan_parse_name(const char *name, uint64_t *seq);
+
+/* List the message files of dirfd with seq > after (after < 0: all). When `use_stamp` is set
+ * and a valid stamp shows that nothing is above `after`, no listing is made.
+ * A full listing refreshes the stamp when that is provably safe.
+ * Returns 0 or -1 with err (IO_ERROR). */
+int ac_scan_list(int dirfd, int64_t after, int use_stamp,
+                 struct ac_listing *out, struct ac_err *err);
+void ac_listing_free(struct ac_listing *l);
+
+/* Read the stamp; returns 1 when present, parsed and matching (sec, nsec). */
+int ac_stamp_valid(int dirfd, int64_t sec, int64_t nsec, struct ac_stamp *out);
+
+/* Store a stamp (best effort; errors are ignored, the stamp is a cache). */
+void ac_stamp_write(int dirfd, const struct ac_stamp *st);
+
+/* Remove the stamp (best effort), e.g. after a change it cannot describe. */
+void ac_stamp_clear(int dirfd);
+
+#endif

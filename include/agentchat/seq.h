@@ -1,0 +1,64 @@
+/*
+ * seq.h - sequence allocation (SPEC.md 4 "Sequence allocation").
+ *
+ * The channel's post mutex is the *directory* `_seq.lock`, created with
+ * mkdir, because that is what the Python tool uses and both tools must
+ * exclude each other. On EEXIST we retry every 50 ms for up to 10 s; a lock
+ * directory whose mtime is more than 30 s old is stale and removed.
+ *
+ * Stale locks make two holders possible (two waiters can both decide the
+ * lock is stale; one removes the fresh lock of the other). So mutual
+ * exclusion is not what keeps seqs unique; three further rules are:
+ *   1. the high-water mark `.seqhigh` (decimal, written atomically) records
+ *      the highest seq ever allocated, so deleted seqs are never reused;
+ *   2. before using seq N a poster creates the reservation file
+ *      `.seqres-N` with O_EXCL, then re-reads the high-water mark; a second
+ *      holder trying N fails the O_EXCL or sees N in `.seqhigh` and moves on;
+ *   3. the message is published with link(), which never overwrites.
+ * The reservation is removed once the message is published; a crash may
+ * leave one behind, which only burns that seq (fsck removes the file).
+ *
+ * Calling sequence:
+ *     struct ac_seqlock lk;
+ *     if (ac_seqlock_acquire(dirfd, &lk, &err) == -1) fail;
+ *     ... ac_seq_reserve(...), publish, ac_seq_unreserve(...) ...
+ *     ac_seqlock_release(&lk);
+ */
+#ifndef AGENTCHAT_SEQ_H
+#define AGENTCHAT_SEQ_H
+
+#include <stdint.h>
+
+#include "agentchat/err.h"
+
+#define AC_SEQ_LOCK_DIR "_seq.lock"
+#define AC_SEQ_HIGH_FILE ".seqhigh"
+
+struct ac_seqlock {
+    int dirfd;
+    int held;
+    /* Evidence for the scan stamp (see scan.h): directory mtimes observed
+     * right before and after our mkdir, and how long that took. */
+    int64_t pre_sec, pre_nsec, post_sec, post_nsec;
+    int64_t window_ns;
+    /* Inode of the lock directory we created: release never removes a lock
+     * that a staleness check of another poster replaced meanwhile. */
+    uint64_t lock_ino;
+};
+
+/* Take the lock (retry 50 ms, 10 s deadline, 30 s staleness). On timeout:
+ * SEQ_LOCK_TIMEOUT "could not acquire channel seq lock (another poster is
+ * stuck?)"; on a signal: INTERRUPTED. */
+int ac_seqlock_acquire(int dirfd, struct ac_seqlock *lk, struct ac_err *err);
+void ac_seqlock_release(struct ac_seqlock *lk);
+
+/* The high-water mark (0 when missing or unreadable). */
+uint64_t ac_seq_high_read(int dirfd);
+/* Raise the high-water mark to `seq` (atomic replace). errno on failure. */
+int ac_seq_high_write(int dirfd, uint64_t seq);
+
+/* Reserve seq N: 1 reserved, 0 taken by someone else, -1 error (errno). */
+int ac_seq_reserve(int dirfd, uint64_t seq);
+void ac_seq_unreserve(int dirfd, uint64_t seq);
+
+#endif

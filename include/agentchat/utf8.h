@@ -1,0 +1,31 @@
+/*
+ * utf8.h - strict UTF-8 decoding, as Python's 'utf-8' codec does it.
+ *
+ * Strict means: no overlong forms, no surrogates (U+D800..U+DFFF), nothing
+ * above U+10FFFF. Channel files written by the Python tool are always valid
+ * UTF-8; files placed by hand may not be, and must never crash a reader.
+ */
+#ifndef AGENTCHAT_UTF8_H
+#define AGENTCHAT_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decode one code point at s[0..len). Returns the number of bytes used
+ * (1..4) and stores the code point, or returns 0 for an invalid or
+ * truncated sequence (then *cp is the byte value). */
+size_t ac_utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
+
+/* True when the whole buffer is valid UTF-8. */
+int ac_utf8_valid(const char *s, size_t len);
+
+/* Encode cp into out (at least 4 bytes); returns the byte count. */
+size_t ac_utf8_encode(uint32_t cp, char *out);
+
+/* Turn file bytes into the text Python's Path.read_text() would give, made
+ * total: universal newlines ("\r\n" and lone "\r" become "\n") and every
+ * invalid byte sequence becomes U+FFFD (where Python would raise). Returns a
+ * malloc'ed NUL-terminated string (length in *outlen) or NULL (ENOMEM). */
+char *ac_text_from_file(const char *s, size_t len, size_t *outlen);
+
+#endif

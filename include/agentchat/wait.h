@@ -1,0 +1,33 @@
+/*
+ * wait.h - the blocking wait of `agent-chat wait` (SPEC.md 4 "wait").
+ *
+ * Blocks, without using CPU, until messages relevant to the agent exist
+ * above its cursor, and returns them exactly as one read would (the cursor
+ * must later move to the highest seq of *that* scan, never of a later one,
+ * so nothing that arrives in between is skipped).
+ *
+ * Wake-up is immediate through the store's change notification (inotify);
+ * the directory is rescanned every `interval` anyway, which is also the
+ * whole mechanism where notification is unavailable (network and FUSE file
+ * systems, WSL drvfs). One monotonic deadline is computed on entry.
+ *
+ * Files written in place by the Python tool can be seen half written. A
+ * relevant message that is empty or does not end in a newline and was
+ * modified less than 2 s ago is treated as still being written: the wait
+ * holds its result until the writer finishes (or the 2 s pass, or the
+ * deadline comes), rechecking every 20 ms.
+ */
+#ifndef AGENTCHAT_WAIT_H
+#define AGENTCHAT_WAIT_H
+
+#include "agentchat/store.h"
+
+/* Returns 0 with *out filled (out->n > 0), 1 on timeout (out empty), or -1
+ * with err (INTERRUPTED, exit 130, when SIGINT/SIGTERM arrived).
+ * timeout_s: NaN or negative = 0; +inf = no deadline. interval_s: the
+ * rescan period, at least 10 ms. */
+int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
+                  double timeout_s, double interval_s, struct ac_inbox *out,
+                  struct ac_err *err);
+
+#endif

@@ -1,0 +1,1659 @@
+--- agentchat.argparse: Python 3.11 argparse semantics in pure Lua 5.4.
+--
+-- The command line of agent-chat must accept exactly the argv that the
+-- Python tool accepts and reject the rest with the same messages, so this
+-- is a port of the parsing half of CPython 3.11's Lib/argparse.py rather
+-- than a new design: the pattern string of 'O' (option), 'A' (argument)
+-- and '-' ('--') characters, the greedy regex matching of nargs patterns,
+-- prefix abbreviations, the negative-number rule, parse_known_args for
+-- subcommands and the order in which errors are detected all follow the
+-- Python code. The help formatter is ported too (HelpFormatter with its
+-- textwrap-based wrapping), so usage lines in error messages match.
+--
+-- Usage:
+--
+--   local argparse = require "agentchat.argparse"
+--   local p = argparse.parser{prog = "agent-chat", description = "..."}
+--   p:option{"--root", metavar = "DIR", help = "..."}
+--   local sub = p:subparsers{dest = "command", metavar = "COMMAND",
+--                            required = true}
+--   local post = sub:parser("post", {help = "post a message"})
+--   post:positional{"channel"}
+--   post:option{"--from", required = true}
+--   post:option{"--reply", type = "int"}
+--   local args, err = p:parse(argv)   -- argv without the program name
+--   if not args then
+--     io.stderr:write(argparse.format_error(err))   -- or err.text for help
+--   end
+--
+-- Errors are values, not exceptions: parse() returns nil and a table
+--
+--   {kind = "error", message = "the following arguments are required: x",
+--    parser = <parser that raised it>, prog = "agent-chat post",
+--    usage = "usage: agent-chat post [-h] ..."}   -- no trailing newline
+--
+-- or, for -h/--help, {kind = "help", text = "<help ending in \n>",
+-- parser = ..., prog = ...}. Both have a __tostring giving the text
+-- Python prints. Misuse of the definition API (bad option names, unknown
+-- actions, conflicting option strings) raises a Lua error instead.
+--
+-- Not reproduced: mutually exclusive groups, argument groups other than
+-- the subparsers title group, prefix_chars other than "-",
+-- fromfile_prefix_chars, the version action, parse_intermixed_args,
+-- conflict_handler="resolve", and int() of values beyond 64 bits (Python
+-- accepts them; here they are "invalid int value").
+local pycompat = require "agentchat.pycompat"
+
+local concat, insert, remove = table.concat, table.insert, table.remove
+local repr, ulen = pycompat.repr, pycompat.ulen
+
+local M = {}
+
+--- Python's argparse.SUPPRESS: as a default, leave the dest unset; as
+-- help, hide the argument. It is the same string as in Python.
+M.SUPPRESS = "==SUPPRESS=="
+local SUPPRESS = M.SUPPRESS
+
+--- nargs values with Python's spelling.
+M.OPTIONAL, M.ZERO_OR_MORE, M.ONE_OR_MORE = "?", "*", "+"
+M.REMAINDER, M.PARSER = "...", "A..."
+local OPTIONAL, ZERO_OR_MORE, ONE_OR_MORE = "?", "*", "+"
+local REMAINDER, PARSER = "...", "A..."
+
+--- Terminal width used for help and usage when neither the parser's
+-- `columns` field nor $COLUMNS says otherwise. Python asks the terminal
+-- on stdout and falls back to 80; the host may store the real width here.
+M.columns = nil
+
+local Parser = {}
+Parser.__index = Parser
+
+local Subparsers = {}
+Subparsers.__index = Subparsers
+
+-- Errors and help requests unwind the parse with error(); this metatable
+-- tells them apart from genuine Lua errors, which are re-raised.
+local Result = {}
+Result.__index = Result
+
+--- Text Python prints for an error (usage, then "prog: error: msg") or
+-- the help text for a help request.
+function M.format_error(err)
+  if err.kind == "help" then
+    return err.text
+  end
+  local usage = err.usage ~= "" and err.usage .. "\n" or ""
+  return usage .. err.prog .. ": error: " .. err.message .. "\n"
+end
+
+Result.__tostring = M.format_error
+
+-- ---------------------------------------------------------------------------
+-- Small helpers
+
+local function copy_list(t)
+  local r = {}
+  for i = 1, #t do
+    r[i] = t[i]
+  end
+  return r
+end
+
+local function extend(t, items)
+  for i = 1, #items do
+    t[#t + 1] = items[i]
+  end
+  return t
+end
+
+local function starts_with(s, prefix)
+  return s:sub(1, #prefix) == prefix
+end
+
+-- _negative_number_matcher: ^-\d+$|^-\d*\.\d+$ where \d is any Unicode
+-- decimal digit and $ also matches before one final newline.
+local function looks_negative(s)
+  if s:sub(-1) == "\n" then
+    s = s:sub(1, -2)
+  end
+  if s:sub(1, 1) ~= "-" then
+    return false
+  end
+  local before, after, dot = 0, 0, false
+  for pos, cp in pycompat.codes(s) do
+    if pos > 1 then
+      if cp == 0x2e and not dot then
+        dot = true
+      elseif pycompat.decimal_value(cp) then
+        if dot then
+          after = after + 1
+        else
+          before = before + 1
+        end
+      else
+        return false
+      end
+    end
+  end
+  if dot then
+    return after > 0
+  end
+  return before > 0
+end
+
+-- Width of the help formatter: shutil.get_terminal_size().columns - 2.
+local function formatter_width(parser)
+  local columns = parser.columns
+  if not columns then
+    local env = os.getenv("COLUMNS")
+    columns = env and pycompat.int_parse(env)
+    if not columns or columns <= 0 then
+      columns = M.columns or 80
+    end
+  end
+  return columns - 2
+end
+
+-- Python's str() of a value in help text (%(default)s and friends).
+local function py_str(v)
+  if type(v) == "function" then
+    return "function"
+  end
+  return pycompat.str(v)
+end
+
+-- A subset of Python's "%" operator with a mapping: %(name)s, %(name)r,
+-- %(name)d (with optional flags and width) and %%. `known` lists keys
+-- that exist with a nil (None) value. Like Python, a missing key or a
+-- stray "%" raises.
+local function py_format(fmt, params, known)
+  local out, i = {}, 1
+  while true do
+    local j = fmt:find("%", i, true)
+    if not j then
+      out[#out + 1] = fmt:sub(i)
+      break
+    end
+    out[#out + 1] = fmt:sub(i, j - 1)
+    if fmt:sub(j + 1, j + 1) == "%" then
+      out[#out + 1] = "%"
+      i = j + 2
+    else
+      local key, flags, width, conv, nxt =
+        fmt:match("^%((.-)%)([-#0 +]*)(%d*)([srdi])()", j + 1)
+      if not key then
+        error(("unsupported format in %q"):format(fmt), 0)
+      end
+      local v = params[key]
+      if v == nil and not (known and known[key]) then
+        error(("format refers to unknown key %q"):format(key), 0)
+      end
+      local s
+      if conv == "r" then
+        s = repr(v)
+      elseif conv == "s" then
+        s = py_str(v)
+      else
+        s = ("%d"):format(math.tointeger(v) or error("%d needs an integer", 0))
+      end
+      width = tonumber(width)
+      if width and ulen(s) < width then
+        local pad = (" "):rep(width - ulen(s))
+        s = flags:find("-", 1, true) and s .. pad or pad .. s
+      end
+      out[#out + 1] = s
+      i = nxt
+    end
+  end
+  return concat(out)
+end
+
+-- ---------------------------------------------------------------------------
+-- textwrap.wrap / textwrap.fill for text whose whitespace has already
+-- been collapsed to single spaces (HelpFormatter does that first).
+
+local function chars_of(s)
+  local t = {}
+  for pos, _, nxt in pycompat.codes(s) do
+    t[#t + 1] = s:sub(pos, nxt - 1)
+  end
+  return t
+end
+
+-- Character classes of textwrap.TextWrapper.wordsep_re. Non-ASCII
+-- characters count as letters, which is right for the scripts we meet.
+local function is_letter(c)
+  return c ~= nil and (c:match("^[%a_]$") ~= nil or #c > 1)
+end
+
+local function is_word(c)
+  return c ~= nil and (is_letter(c) or c:match("^%d$") ~= nil)
+end
+
+local function is_word_punct(c)
+  return c ~= nil and (is_word(c) or c:match("^[!\"'&.,?]$") ~= nil)
+end
+
+-- Does an em-dash (two or more '-' followed by a word character) start
+-- at index i of chars?
+local function em_dash_at(chars, i)
+  local j = i
+  while chars[j] == "-" do
+    j = j + 1
+  end
+  return j - i >= 2 and is_word(chars[j]), j
+end
+
+-- Split one space-free word into textwrap chunks ("goof-ball" ->
+-- "goof-", "ball"), following wordsep_re with break_on_hyphens=True.
+local function split_word(chars, first, last, out)
+  local p = first
+  while p <= last do
+    local is_dash, dash_end = em_dash_at(chars, p)
+    if p > 1 and is_word_punct(chars[p - 1]) and is_dash then
+      out[#out + 1] = concat(chars, "", p, dash_end - 1)
+      p = dash_end
+    else
+      local e = p + 1
+      while true do
+        local c = chars[e]
+        if e > last then
+          out[#out + 1] = concat(chars, "", p, last)
+          p = last + 1
+          break
+        elseif c == "-" and ((is_letter(chars[e - 2]) and is_letter(chars[e - 1]))
+            or (is_letter(chars[e - 3]) and chars[e - 2] == "-"
+              and is_letter(chars[e - 1])))
+            and is_letter(chars[e + 1])
+            and (is_letter(chars[e + 2])
+              or (chars[e + 2] == "-" and is_letter(chars[e + 3]))) then
+          out[#out + 1] = concat(chars, "", p, e)
+          p = e + 1
+          break
+        elseif is_word_punct(chars[e - 1]) and em_dash_at(chars, e) then
+          out[#out + 1] = concat(chars, "", p, e - 1)
+          p = e
+          break
+        end
+        e = e + 1
+      end
+    end
+  end
+end
+
+local function split_chunks(text)
+  local chars = chars_of(text)
+  local chunks = {}
+  local i = 1
+  while i <= #chars do
+    if chars[i] == " " then
+      chunks[#chunks + 1] = " "
+      i = i + 1
+    else
+      local j = i
+      while j + 1 <= #chars and chars[j + 1] ~= " " do
+        j = j + 1
+      end
+      split_word(chars, i, j, chunks)
+      i = j + 1
+    end
+  end
+  return chunks
+end
+
+-- textwrap.TextWrapper._wrap_chunks with break_long_words and
+-- drop_whitespace on.
+local function wrap(text, width, initial_indent, subsequent_indent)
+  initial_indent, subsequent_indent = initial_indent or "", subsequent_indent or ""
+  local chunks = split_chunks(text)
+  local rev = {}
+  for i = #chunks, 1, -1 do
+    rev[#rev + 1] = chunks[i]
+  end
+  local lines = {}
+  while #rev > 0 do
+    local cur, cur_len = {}, 0
+    local indent = #lines > 0 and subsequent_indent or initial_indent
+    local w = width - ulen(indent)
+    if rev[#rev] == " " and #lines > 0 then
+      rev[#rev] = nil
+    end
+    while #rev > 0 do
+      local l = ulen(rev[#rev])
+      if cur_len + l <= w then
+        cur[#cur + 1] = remove(rev)
+        cur_len = cur_len + l
+      else
+        break
+      end
+    end
+    if #rev > 0 and ulen(rev[#rev]) > w then
+      -- _handle_long_word
+      local space_left = w < 1 and 1 or w - cur_len
+      local chunk = chars_of(rev[#rev])
+      local cut = space_left
+      if #chunk > space_left then
+        local hyphen
+        for k = space_left, 1, -1 do
+          if chunk[k] == "-" then
+            hyphen = k - 1
+            break
+          end
+        end
+        if hyphen and hyphen > 0 then
+          for k = 1, hyphen do
+            if chunk[k] ~= "-" then
+              cut = hyphen + 1
+              break
+            end
+          end
+        end
+      end
+      cur[#cur + 1] = concat(chunk, "", 1, cut)
+      rev[#rev] = concat(chunk, "", cut + 1)
+    end
+    if cur[#cur] == " " then
+      cur[#cur] = nil
+    end
+    if #cur > 0 then
+      lines[#lines + 1] = indent .. concat(cur)
+    end
+  end
+  return lines
+end
+
+-- HelpFormatter._whitespace_matcher ('\s+' with re.ASCII) then strip().
+local function collapse(text)
+  return pycompat.strip((text:gsub("[ \t\n\r\f\v]+", " ")))
+end
+
+-- ---------------------------------------------------------------------------
+-- Actions
+
+local ZERO_ARG = { store_const = true, store_true = true, store_false = true,
+  append_const = true, count = true, help = true }
+local KNOWN_ACTIONS = { store = true, append = true, extend = true }
+for k in pairs(ZERO_ARG) do
+  KNOWN_ACTIONS[k] = true
+end
+
+-- Keys of an action that %(...)s in its help may name.
+local HELP_KEYS = { option_strings = true, dest = true, nargs = true,
+  const = true, default = true, type = true, choices = true, required = true,
+  help = true, metavar = true, prog = true }
+
+-- _get_action_name
+local function action_name(action)
+  if action == nil then
+    return nil
+  elseif #action.option_strings > 0 then
+    return concat(action.option_strings, "/")
+  elseif action.metavar ~= nil and action.metavar ~= SUPPRESS then
+    return type(action.metavar) == "table" and repr(action.metavar)
+      or action.metavar
+  elseif action.dest ~= nil and action.dest ~= SUPPRESS then
+    return action.dest
+  elseif action.choices then
+    return "{" .. concat(action.choices, ",") .. "}"
+  end
+  return nil
+end
+
+local function check_type(t)
+  if not (t == nil or t == "string" or t == "str" or t == "int"
+      or t == "float" or type(t) == "function") then
+    error(("unknown type %s"):format(tostring(t)), 3)
+  end
+end
+
+local function check_nargs(nargs)
+  if nargs == nil or nargs == OPTIONAL or nargs == ZERO_OR_MORE
+      or nargs == ONE_OR_MORE or nargs == REMAINDER or nargs == PARSER
+      or nargs == SUPPRESS or (math.type(nargs) == "integer" and nargs > 0) then
+    return
+  end
+  error(("invalid nargs value %s"):format(tostring(nargs)), 3)
+end
+
+-- ---------------------------------------------------------------------------
+-- Parser construction
+
+--- Create a parser. Fields of opts: prog (default: basename of arg[0]),
+-- description, epilog, usage (a "%(prog)s" template), add_help (default
+-- true), allow_abbrev (default true), columns (terminal width for help;
+-- default $COLUMNS, then argparse.columns, then 80), tag (free for the
+-- caller).
+function M.parser(opts)
+  opts = opts or {}
+  local prog = opts.prog or opts.name
+  if prog == nil then
+    local arg = rawget(_G, "arg")
+    prog = arg and arg[0] and tostring(arg[0]):match("[^/]*$") or "lua"
+  end
+  local self = setmetatable({
+    name = prog,
+    prog = prog,
+    usage = opts.usage,
+    description = opts.description,
+    epilog = opts.epilog,
+    add_help = opts.add_help ~= false,
+    allow_abbrev = opts.allow_abbrev ~= false,
+    columns = opts.columns,
+    tag = opts.tag,
+    parent = opts.parent,
+    _actions = {},
+    _option_map = {},
+    _option_order = {},
+    _groups = {},
+    _defaults = {},
+    _has_negative_number_optionals = false,
+  }, Parser)
+  self._positionals = self:_add_group("positional arguments")
+  self._optionals = self:_add_group("options")
+  if self.add_help then
+    self:_add_action({
+      kind = "help", option_strings = { "-h", "--help" }, dest = SUPPRESS,
+      default = SUPPRESS, nargs = 0, help = "show this help message and exit",
+    })
+  end
+  return self
+end
+
+function Parser:_add_group(title, description)
+  local group = { title = title, description = description, actions = {} }
+  self._groups[#self._groups + 1] = group
+  return group
+end
+
+function Parser:_add_action(action, group)
+  for _, s in ipairs(action.option_strings) do
+    if self._option_map[s] then
+      error(("argument %s: conflicting option string: %s")
+        :format(concat(action.option_strings, "/"), s), 3)
+    end
+  end
+  self._actions[#self._actions + 1] = action
+  for _, s in ipairs(action.option_strings) do
+    self._option_map[s] = action
+    self._option_order[#self._option_order + 1] = s
+    if looks_negative(s) then
+      self._has_negative_number_optionals = true
+    end
+  end
+  group = group or (#action.option_strings > 0 and self._optionals
+    or self._positionals)
+  group.actions[#group.actions + 1] = action
+  return action
+end
+
+-- Fill in the fields shared by options and positionals.
+function Parser:_finish_action(spec, action)
+  local kind = spec.action or "store"
+  if not KNOWN_ACTIONS[kind] then
+    error(("unknown action %q"):format(tostring(kind)), 3)
+  end
+  check_type(spec.type)
+  action.kind = kind
+  action.type = spec.type
+  action.type_name = spec.type_name
+  action.choices = spec.choices
+  action.help = spec.help
+  action.metavar = spec.metavar
+  action.const = spec.const
+  action.default = spec.default
+  if ZERO_ARG[kind] then
+    if spec.nargs ~= nil then
+      error(("nargs is not allowed with action %q"):format(kind), 3)
+    end
+    action.nargs = 0
+    if kind == "store_true" or kind == "store_false" then
+      action.const = kind == "store_true"
+      if action.default == nil then
+        action.default = not action.const
+      end
+    end
+  else
+    check_nargs(spec.nargs)
+    action.nargs = spec.nargs
+  end
+  if action.default == nil and self._defaults[action.dest] ~= nil then
+    action.default = self._defaults[action.dest]
+  end
+  if action.choices ~= nil and type(action.choices) ~= "table" then
+    error("choices must be a list", 3)
+  end
+  return action
+end
+
+--- Add an optional argument (add_argument("-x", "--long", ...)).
+-- spec: option strings in the array part, then any of dest, metavar,
+-- required, help, type ("string" | "int" | "float" | function(s) ->
+-- value | nil, type_name_or_{message=...}), type_name (name used in
+-- "invalid <name> value" for function types), default, choices (list),
+-- action ("store" | "store_true" | "store_false" | "store_const" |
+-- "append" | "append_const" | "extend" | "count"), nargs, const.
+-- Returns the action table.
+function Parser:option(spec)
+  if #spec == 0 then
+    error("option needs at least one option string", 2)
+  end
+  local strings, long = {}, nil
+  for i, s in ipairs(spec) do
+    if type(s) ~= "string" or s:sub(1, 1) ~= "-" then
+      error(("invalid option string %s: must start with a character '-'")
+        :format(repr(tostring(s))), 2)
+    end
+    strings[i] = s
+    if not long and #s > 1 and s:sub(2, 2) == "-" then
+      long = s
+    end
+  end
+  local dest = spec.dest
+  if dest == nil then
+    dest = (long or strings[1]):gsub("^%-+", ""):gsub("%-", "_")
+    if dest == "" then
+      error(("dest= is required for options like %s"):format(repr(strings[1])), 2)
+    end
+  end
+  local action = self:_finish_action(spec, {
+    option_strings = strings, dest = dest, required = spec.required == true,
+  })
+  return self:_add_action(action)
+end
+
+--- Add a positional argument (add_argument("name", ...)).
+-- spec: the name (= dest) in spec[1], then help, metavar, type,
+-- type_name, choices, default, nargs (nil | "?" | "*" | "+" | integer |
+-- argparse.REMAINDER), action ("store" | "append" | "extend").
+function Parser:positional(spec)
+  local name = spec[1]
+  if #spec ~= 1 or type(name) ~= "string" or name:sub(1, 1) == "-" then
+    error("positional needs exactly one name not starting with '-'", 2)
+  end
+  if spec.dest ~= nil then
+    error("dest supplied twice for positional argument", 2)
+  end
+  if spec.required ~= nil then
+    error("'required' is an invalid argument for positionals", 2)
+  end
+  local required = true
+  if spec.nargs == OPTIONAL
+      or (spec.nargs == ZERO_OR_MORE and spec.default ~= nil) then
+    required = false
+  end
+  local action = self:_finish_action(spec, {
+    option_strings = {}, dest = name, required = required,
+  })
+  if action.nargs == 0 then
+    error("positional arguments must take at least one value", 2)
+  end
+  return self:_add_action(action)
+end
+
+--- add_argument() style: dispatches on the first name.
+function Parser:argument(spec)
+  if type(spec[1]) == "string" and spec[1]:sub(1, 1) == "-" then
+    return self:option(spec)
+  end
+  return self:positional(spec)
+end
+
+--- set_defaults(): values for dests that no argument sets (e.g. a
+-- handler function per subcommand); also replaces action defaults.
+function Parser:set_defaults(defaults)
+  for k, v in pairs(defaults) do
+    self._defaults[k] = v
+  end
+  for _, action in ipairs(self._actions) do
+    if defaults[action.dest] ~= nil then
+      action.default = defaults[action.dest]
+    end
+  end
+end
+
+--- add_subparsers(). spec fields: dest (default: not stored), metavar,
+-- required (default false), help, title and description (put the
+-- subcommands in their own help section), prog (prefix of the
+-- subparsers' prog; default: this parser's prog and its positionals).
+-- Returns an object whose :parser(name, opts) adds a subcommand.
+function Parser:subparsers(spec)
+  spec = spec or {}
+  if self._subparsers_action then
+    error("cannot have multiple subparser arguments", 2)
+  end
+  local group = self._positionals
+  if spec.title ~= nil or spec.description ~= nil then
+    group = self:_add_group(spec.title or "subcommands", spec.description)
+  end
+  local prefix = spec.prog
+  if prefix == nil then
+    local positionals = self:_get_positional_actions()
+    local text = self:_format_usage(positionals, formatter_width(self), "")
+    prefix = pycompat.strip(text)
+  end
+  local action = {
+    kind = "parsers", option_strings = {}, dest = spec.dest or SUPPRESS,
+    nargs = PARSER, required = spec.required == true, help = spec.help,
+    metavar = spec.metavar, choices = {}, _map = {}, _choices_actions = {},
+    _prog_prefix = prefix,
+  }
+  self:_add_action(action, group)
+  self._subparsers_action = action
+  return setmetatable({ action = action, _parent = self }, Subparsers)
+end
+
+--- Add a subcommand. opts: help (lists it in the parent's help; omit to
+-- hide it), aliases (list), prog, description, epilog, usage, add_help,
+-- allow_abbrev, tag. The new parser inherits `columns`.
+function Subparsers:parser(name, opts)
+  opts = opts or {}
+  local action = self.action
+  local aliases = opts.aliases or {}
+  if action._map[name] then
+    error("argument " .. tostring(action_name(action))
+      .. ": conflicting subparser: " .. name, 2)
+  end
+  for _, alias in ipairs(aliases) do
+    if action._map[alias] then
+      error("argument " .. tostring(action_name(action))
+        .. ": conflicting subparser alias: " .. alias, 2)
+    end
+  end
+  if opts.help ~= nil then
+    local metavar = name
+    if #aliases > 0 then
+      metavar = metavar .. " (" .. concat(aliases, ", ") .. ")"
+    end
+    action._choices_actions[#action._choices_actions + 1] = {
+      kind = "choice", option_strings = {}, dest = name, metavar = metavar,
+      help = opts.help,
+    }
+  end
+  local parser = M.parser{
+    prog = opts.prog or (action._prog_prefix .. " " .. name),
+    description = opts.description, epilog = opts.epilog, usage = opts.usage,
+    add_help = opts.add_help, allow_abbrev = opts.allow_abbrev,
+    columns = self._parent.columns, tag = opts.tag, parent = self._parent,
+  }
+  for _, n in ipairs{ name, table.unpack(aliases) } do
+    action._map[n] = parser
+    action.choices[#action.choices + 1] = n
+  end
+  return parser
+end
+
+function Parser:_get_positional_actions()
+  local r = {}
+  for _, a in ipairs(self._actions) do
+    if #a.option_strings == 0 then
+      r[#r + 1] = a
+    end
+  end
+  return r
+end
+
+-- ---------------------------------------------------------------------------
+-- Errors
+
+local function new_result(t)
+  return setmetatable(t, Result)
+end
+
+--- The error table for `message` raised by this parser (what
+-- parser.error(message) prints in Python). Useful for checks done after
+-- parsing that should look like argparse errors.
+function Parser:make_error(message)
+  local usage = self:format_usage():gsub("\n$", "")
+  return new_result{ kind = "error", message = message, parser = self,
+    prog = self.prog, usage = usage }
+end
+
+function Parser:_error(message)
+  error(self:make_error(message), 0)
+end
+
+-- ArgumentError(action, message) caught by parse_known_args.
+function Parser:_arg_error(action, message)
+  local name = action_name(action)
+  if name ~= nil then
+    message = "argument " .. name .. ": " .. message
+  end
+  self:_error(message)
+end
+
+-- ---------------------------------------------------------------------------
+-- Pattern matching: a tiny greedy backtracking matcher for the regexes
+-- built by _get_nargs_pattern. A pattern is a list of groups; a group is
+-- a list of atoms {set = {A=true, ...}, min = n, max = n|nil}.
+
+local function atom(chars, min, max)
+  local set = {}
+  for c in chars:gmatch(".") do
+    set[c] = true
+  end
+  return { set = set, min = min, max = max }
+end
+
+-- _get_nargs_pattern
+local function nargs_pattern(action)
+  local nargs = action.nargs
+  local p
+  if nargs == nil then
+    p = { atom("-", 0), atom("A", 1, 1), atom("-", 0) }
+  elseif nargs == OPTIONAL then
+    p = { atom("-", 0), atom("A", 0, 1), atom("-", 0) }
+  elseif nargs == ZERO_OR_MORE then
+    p = { atom("-", 0), atom("A-", 0) }
+  elseif nargs == ONE_OR_MORE then
+    p = { atom("-", 0), atom("A", 1, 1), atom("A-", 0) }
+  elseif nargs == REMAINDER then
+    p = { atom("-AO", 0) }
+  elseif nargs == PARSER then
+    p = { atom("-", 0), atom("A", 1, 1), atom("-AO", 0) }
+  elseif nargs == SUPPRESS then
+    p = { atom("-", 0), atom("-", 0) }
+  else
+    p = { atom("-", 0) }
+    for i = 1, nargs do
+      if i > 1 then
+        p[#p + 1] = atom("-", 0)
+      end
+      p[#p + 1] = atom("A", 1, 1)
+    end
+    p[#p + 1] = atom("-", 0)
+  end
+  -- Options never take '--' (the pattern loses its '-*' parts and '-').
+  if #action.option_strings > 0 then
+    local q = {}
+    for _, a in ipairs(p) do
+      if not (a.set["-"] and not a.set.A) then
+        a.set["-"] = nil
+        q[#q + 1] = a
+      end
+    end
+    p = q
+  end
+  return p
+end
+
+-- re.match of the concatenated groups against the start of s. Returns
+-- the length matched by each group, or nil.
+local function match_groups(groups, s)
+  local atoms, owner = {}, {}
+  for g, group in ipairs(groups) do
+    for _, a in ipairs(group) do
+      atoms[#atoms + 1] = a
+      owner[#atoms] = g
+    end
+  end
+  local counts = {}
+  local function try(i, pos)
+    if i > #atoms then
+      return true
+    end
+    local a = atoms[i]
+    local n = 0
+    while (a.max == nil or n < a.max) and a.set[s:sub(pos + n, pos + n)] do
+      n = n + 1
+    end
+    for k = n, a.min, -1 do
+      counts[i] = k
+      if try(i + 1, pos + k) then
+        return true
+      end
+    end
+    return false
+  end
+  if not try(1, 1) then
+    return nil
+  end
+  local lengths = {}
+  for g = 1, #groups do
+    lengths[g] = 0
+  end
+  for i = 1, #atoms do
+    lengths[owner[i]] = lengths[owner[i]] + counts[i]
+  end
+  return lengths
+end
+
+function Parser:_match_argument(action, pattern)
+  local m = match_groups({ nargs_pattern(action) }, pattern)
+  if m == nil then
+    local nargs = action.nargs
+    local msg
+    if nargs == nil then
+      msg = "expected one argument"
+    elseif nargs == OPTIONAL then
+      msg = "expected at most one argument"
+    elseif nargs == ONE_OR_MORE then
+      msg = "expected at least one argument"
+    else
+      msg = ("expected %s argument%s"):format(tostring(nargs),
+        nargs == 1 and "" or "s")
+    end
+    self:_arg_error(action, msg)
+  end
+  return m[1]
+end
+
+-- Python's method is called on the parser; no parser state is needed.
+function Parser._match_arguments_partial(_, actions, pattern)
+  for i = #actions, 1, -1 do
+    local groups = {}
+    for k = 1, i do
+      groups[k] = nargs_pattern(actions[k])
+    end
+    local m = match_groups(groups, pattern)
+    if m then
+      return m
+    end
+  end
+  return {}
+end
+
+-- ---------------------------------------------------------------------------
+-- Classifying argument strings
+
+-- _get_option_tuples: options that arg could be an abbreviation of.
+function Parser:_get_option_tuples(arg)
+  local result = {}
+  if arg:sub(2, 2) == "-" then
+    if self.allow_abbrev then
+      local prefix, explicit = arg, nil
+      local eq = arg:find("=", 1, true)
+      if eq then
+        prefix, explicit = arg:sub(1, eq - 1), arg:sub(eq + 1)
+      end
+      for _, s in ipairs(self._option_order) do
+        if starts_with(s, prefix) then
+          result[#result + 1] = { action = self._option_map[s], option = s,
+            explicit = explicit }
+        end
+      end
+    end
+  else
+    local short, short_explicit = arg:sub(1, 2), arg:sub(3)
+    for _, s in ipairs(self._option_order) do
+      if s == short then
+        result[#result + 1] = { action = self._option_map[s], option = s,
+          explicit = short_explicit }
+      elseif starts_with(s, arg) then
+        result[#result + 1] = { action = self._option_map[s], option = s }
+      end
+    end
+  end
+  return result
+end
+
+-- _parse_optional: nil for a positional argument, else {action, option,
+-- explicit}; action is nil for an option this parser does not know.
+function Parser:_parse_optional(arg)
+  if arg == "" or arg:sub(1, 1) ~= "-" then
+    return nil
+  end
+  local action = self._option_map[arg]
+  if action then
+    return { action = action, option = arg }
+  end
+  if #arg == 1 then
+    return nil
+  end
+  local eq = arg:find("=", 1, true)
+  if eq then
+    local opt, explicit = arg:sub(1, eq - 1), arg:sub(eq + 1)
+    if self._option_map[opt] then
+      return { action = self._option_map[opt], option = opt,
+        explicit = explicit }
+    end
+  end
+  local tuples = self:_get_option_tuples(arg)
+  if #tuples > 1 then
+    local names = {}
+    for i, t in ipairs(tuples) do
+      names[i] = t.option
+    end
+    self:_error(("ambiguous option: %s could match %s")
+      :format(arg, concat(names, ", ")))
+  elseif #tuples == 1 then
+    return tuples[1]
+  end
+  if looks_negative(arg) and not self._has_negative_number_optionals then
+    return nil
+  end
+  if arg:find(" ", 1, true) then
+    return nil
+  end
+  return { option = arg }
+end
+
+-- ---------------------------------------------------------------------------
+-- Values
+
+function Parser:_get_value(action, s)
+  local t = action.type
+  if t == nil or t == "string" or t == "str" then
+    return s
+  end
+  local v, err, name
+  if t == "int" then
+    v, name = pycompat.int_parse(s), "int"
+  elseif t == "float" then
+    v, name = pycompat.float_parse(s), "float"
+  else
+    v, err = t(s)
+    if v == nil and type(err) == "table" then
+      -- ArgumentTypeError: the message is used as is.
+      self:_arg_error(action, tostring(err.message))
+    end
+    name = type(err) == "string" and err or action.type_name or "value"
+  end
+  if v == nil then
+    self:_arg_error(action, ("invalid %s value: %s"):format(name, repr(s)))
+  end
+  return v
+end
+
+function Parser:_check_value(action, value)
+  local choices = action.choices
+  if choices == nil then
+    return
+  end
+  for _, c in ipairs(choices) do
+    if c == value then
+      return
+    end
+  end
+  local shown = {}
+  for i, c in ipairs(choices) do
+    shown[i] = repr(c)
+  end
+  self:_arg_error(action, ("invalid choice: %s (choose from %s)")
+    :format(repr(value), concat(shown, ", ")))
+end
+
+-- _get_values; strs is a fresh list the function may modify.
+function Parser:_get_values(action, strs)
+  local nargs = action.nargs
+  if nargs ~= PARSER and nargs ~= REMAINDER then
+    for i, s in ipairs(strs) do
+      if s == "--" then
+        remove(strs, i)
+        break
+      end
+    end
+  end
+  local value
+  if #strs == 0 and nargs == OPTIONAL then
+    if #action.option_strings > 0 then
+      value = action.const
+    else
+      value = action.default
+    end
+    if type(value) == "string" then
+      value = self:_get_value(action, value)
+      self:_check_value(action, value)
+    end
+  elseif #strs == 0 and nargs == ZERO_OR_MORE and #action.option_strings == 0 then
+    if action.default ~= nil then
+      value = action.default
+    else
+      value = strs
+    end
+    self:_check_value(action, value)
+  elseif #strs == 1 and (nargs == nil or nargs == OPTIONAL) then
+    value = self:_get_value(action, strs[1])
+    self:_check_value(action, value)
+  elseif nargs == REMAINDER then
+    value = {}
+    for i, s in ipairs(strs) do
+      value[i] = self:_get_value(action, s)
+    end
+  elseif nargs == PARSER then
+    value = {}
+    for i, s in ipairs(strs) do
+      value[i] = self:_get_value(action, s)
+    end
+    self:_check_value(action, value[1])
+  elseif nargs == SUPPRESS then
+    value = SUPPRESS
+  else
+    value = {}
+    for i, s in ipairs(strs) do
+      value[i] = self:_get_value(action, s)
+    end
+    for _, v in ipairs(value) do
+      self:_check_value(action, v)
+    end
+  end
+  return value
+end
+
+-- ---------------------------------------------------------------------------
+-- Parsing. A namespace is {v = values, has = set of dests present}; the
+-- set matters because Python copies None values from a subparser too.
+
+local function new_namespace()
+  return { v = {}, has = {} }
+end
+
+local function ns_set(ns, key, value)
+  ns.v[key] = value
+  ns.has[key] = true
+end
+
+-- Action.__call__ for each kind of action.
+function Parser:_call_action(action, ns, values)
+  local kind, dest = action.kind, action.dest
+  if kind == "store" then
+    ns_set(ns, dest, values)
+  elseif kind == "store_const" or kind == "store_true" or kind == "store_false" then
+    ns_set(ns, dest, action.const)
+  elseif kind == "append" or kind == "append_const" or kind == "extend" then
+    local items = copy_list(ns.v[dest] or {})
+    if kind == "append" then
+      items[#items + 1] = values
+    elseif kind == "append_const" then
+      items[#items + 1] = action.const
+    else
+      extend(items, values)
+    end
+    ns_set(ns, dest, items)
+  elseif kind == "count" then
+    ns_set(ns, dest, (ns.v[dest] or 0) + 1)
+  elseif kind == "help" then
+    error(new_result{ kind = "help", text = self:format_help(), parser = self,
+      prog = self.prog }, 0)
+  elseif kind == "parsers" then
+    local name = values[1]
+    if dest ~= SUPPRESS then
+      ns_set(ns, dest, name)
+    end
+    local parser = action._map[name]
+    if not parser then
+      self:_arg_error(action, ("unknown parser %s (choices: %s)")
+        :format(repr(name), concat(action.choices, ", ")))
+    end
+    local rest = { table.unpack(values, 2) }
+    local subns, extras = parser:_parse_known_args(rest, nil)
+    for key in pairs(subns.has) do
+      ns_set(ns, key, subns.v[key])
+    end
+    if #extras > 0 then
+      ns.unrecognized = extend(ns.unrecognized or {}, extras)
+    end
+  end
+end
+
+-- parse_known_args(): returns the namespace and the extra arguments;
+-- errors and help unwind with error(Result).
+function Parser:_parse_known_args(args, ns)
+  ns = ns or new_namespace()
+  for _, action in ipairs(self._actions) do
+    if action.dest ~= SUPPRESS and not ns.has[action.dest]
+        and action.default ~= SUPPRESS then
+      ns_set(ns, action.dest, action.default)
+    end
+  end
+  for k, v in pairs(self._defaults) do
+    if not ns.has[k] then
+      ns_set(ns, k, v)
+    end
+  end
+  local extras = self:_parse_args_into(args, ns)
+  if ns.unrecognized then
+    extend(extras, ns.unrecognized)
+    ns.unrecognized = nil
+  end
+  return ns, extras
+end
+
+-- _parse_known_args: the main loop.
+function Parser:_parse_args_into(arg_strings, ns)
+  -- Classify every argument: 'O' option, 'A' argument, '-' for '--'.
+  local option_indices, parts = {}, {}
+  local n = #arg_strings
+  for i = 1, n do
+    local s = arg_strings[i]
+    if s == "--" then
+      parts[i] = "-"
+      for j = i + 1, n do
+        parts[j] = "A"
+      end
+      break
+    end
+    local tuple = self:_parse_optional(s)
+    if tuple == nil then
+      parts[i] = "A"
+    else
+      option_indices[i] = tuple
+      parts[i] = "O"
+    end
+  end
+  local pattern = concat(parts)
+
+  local seen = {}
+  local extras = {}
+
+  local function take_action(action, strs, option_string)
+    seen[action] = true
+    local values = self:_get_values(action, strs)
+    if values ~= SUPPRESS then
+      self:_call_action(action, ns, values, option_string)
+    end
+  end
+
+  local function consume_optional(start)
+    local tuple = option_indices[start]
+    local action, option, explicit = tuple.action, tuple.option, tuple.explicit
+    local todo = {}
+    local stop
+    while true do
+      if action == nil then
+        extras[#extras + 1] = arg_strings[start]
+        return start + 1
+      end
+      if explicit ~= nil then
+        local count = self:_match_argument(action, "A")
+        if count == 0 and option:sub(2, 2) ~= "-" and explicit ~= "" then
+          -- -xyz: -x takes no value, so try -y next.
+          todo[#todo + 1] = { action, {}, option }
+          option = option:sub(1, 1) .. explicit:sub(1, 1)
+          local rest = explicit:sub(2)
+          if self._option_map[option] then
+            action = self._option_map[option]
+            explicit = rest ~= "" and rest or nil
+          else
+            self:_arg_error(action, "ignored explicit argument " .. repr(explicit))
+          end
+        elseif count == 1 then
+          stop = start + 1
+          todo[#todo + 1] = { action, { explicit }, option }
+          break
+        else
+          self:_arg_error(action, "ignored explicit argument " .. repr(explicit))
+        end
+      else
+        local first = start + 1
+        local count = self:_match_argument(action, pattern:sub(first))
+        stop = first + count
+        todo[#todo + 1] = { action, { table.unpack(arg_strings, first, stop - 1) },
+          option }
+        break
+      end
+    end
+    for _, t in ipairs(todo) do
+      take_action(t[1], t[2], t[3])
+    end
+    return stop
+  end
+
+  local positionals = self:_get_positional_actions()
+
+  local function consume_positionals(start)
+    local counts = self:_match_arguments_partial(positionals, pattern:sub(start))
+    for i, count in ipairs(counts) do
+      local strs = { table.unpack(arg_strings, start, start + count - 1) }
+      start = start + count
+      take_action(positionals[i], strs)
+    end
+    for _ = 1, #counts do
+      remove(positionals, 1)
+    end
+    return start
+  end
+
+  local max_option_index = 0
+  for i in pairs(option_indices) do
+    if i > max_option_index then
+      max_option_index = i
+    end
+  end
+
+  local start = 1
+  while start <= max_option_index do
+    local next_option = math.huge
+    for i in pairs(option_indices) do
+      if i >= start and i < next_option then
+        next_option = i
+      end
+    end
+    local consumed = false
+    if start ~= next_option then
+      local stop = consume_positionals(start)
+      if stop > start then
+        start = stop
+        consumed = true
+      else
+        start = stop
+      end
+    end
+    if not consumed then
+      if not option_indices[start] then
+        for i = start, next_option - 1 do
+          extras[#extras + 1] = arg_strings[i]
+        end
+        start = next_option
+      end
+      start = consume_optional(start)
+    end
+  end
+
+  local stop = consume_positionals(start)
+  for i = stop, n do
+    extras[#extras + 1] = arg_strings[i]
+  end
+
+  local required = {}
+  for _, action in ipairs(self._actions) do
+    if not seen[action] then
+      if action.required then
+        required[#required + 1] = action_name(action)
+      elseif type(action.default) == "string" and ns.has[action.dest]
+          and rawequal(ns.v[action.dest], action.default) then
+        ns_set(ns, action.dest, self:_get_value(action, action.default))
+      end
+    end
+  end
+  if #required > 0 then
+    self:_error("the following arguments are required: " .. concat(required, ", "))
+  end
+  return extras
+end
+
+local function run_protected(f, ...)
+  local res = table.pack(pcall(f, ...))
+  if res[1] then
+    return table.unpack(res, 2, res.n)
+  end
+  local e = res[2]
+  if getmetatable(e) == Result then
+    return nil, e
+  end
+  error(e, 0)
+end
+
+local function check_argv(argv)
+  if type(argv) ~= "table" then
+    error("argv must be a list of strings", 3)
+  end
+  for i = 1, #argv do
+    if type(argv[i]) ~= "string" then
+      error(("argv[%d] is not a string"):format(i), 3)
+    end
+  end
+end
+
+--- parse_known_args(): returns args and the list of unrecognized
+-- arguments, or nil and an error/help table.
+function Parser:parse_known(argv)
+  check_argv(argv)
+  local ns, extras = run_protected(self._parse_known_args, self,
+    copy_list(argv), nil)
+  if ns == nil then
+    return nil, extras
+  end
+  return ns.v, extras
+end
+
+--- parse_args(): returns the args table (dest -> value), or nil and an
+-- error/help table (see the top of this file).
+function Parser:parse(argv)
+  check_argv(argv)
+  local args, extras = self:parse_known(argv)
+  if args == nil then
+    return nil, extras
+  end
+  if #extras > 0 then
+    return nil, self:make_error("unrecognized arguments: " .. concat(extras, " "))
+  end
+  return args
+end
+
+-- ---------------------------------------------------------------------------
+-- Help formatting (HelpFormatter)
+
+local function metavar_of(action, default_metavar, size)
+  local result
+  if action.metavar ~= nil then
+    result = action.metavar
+  elseif action.choices ~= nil then
+    local strs = {}
+    for i, c in ipairs(action.choices) do
+      strs[i] = py_str(c)
+    end
+    result = "{" .. concat(strs, ",") .. "}"
+  else
+    result = default_metavar
+  end
+  if type(result) == "table" then
+    return result
+  end
+  local t = {}
+  for i = 1, size do
+    t[i] = result
+  end
+  return t
+end
+
+-- _format_args
+local function format_args(action, default_metavar)
+  local nargs = action.nargs
+  if nargs == nil then
+    return metavar_of(action, default_metavar, 1)[1]
+  elseif nargs == OPTIONAL then
+    return ("[%s]"):format(metavar_of(action, default_metavar, 1)[1])
+  elseif nargs == ZERO_OR_MORE then
+    local mv = metavar_of(action, default_metavar, 1)
+    if #mv == 2 then
+      return ("[%s [%s ...]]"):format(mv[1], mv[2])
+    end
+    return ("[%s ...]"):format(mv[1])
+  elseif nargs == ONE_OR_MORE then
+    local mv = metavar_of(action, default_metavar, 2)
+    return ("%s [%s ...]"):format(mv[1], mv[2])
+  elseif nargs == REMAINDER then
+    return "..."
+  elseif nargs == PARSER then
+    return ("%s ..."):format(metavar_of(action, default_metavar, 1)[1])
+  elseif nargs == SUPPRESS then
+    return ""
+  end
+  return concat(metavar_of(action, default_metavar, nargs), " ", 1, nargs)
+end
+
+local function default_optional_metavar(action)
+  return action.dest:upper()
+end
+
+-- _format_actions_usage (no mutually exclusive groups)
+local function format_actions_usage(actions)
+  local parts = {}
+  for _, action in ipairs(actions) do
+    if action.help ~= SUPPRESS then
+      if #action.option_strings == 0 then
+        parts[#parts + 1] = format_args(action, action.dest)
+      else
+        local part = action.option_strings[1]
+        if action.nargs ~= 0 then
+          part = part .. " " .. format_args(action, default_optional_metavar(action))
+        end
+        if not action.required then
+          part = "[" .. part .. "]"
+        end
+        parts[#parts + 1] = part
+      end
+    end
+  end
+  local text = concat(parts, " ")
+  text = text:gsub("([%[%(]) ", "%1"):gsub(" ([%]%)])", "%1")
+    :gsub("[%[%(] *[%]%)]", "")
+  return pycompat.strip(text)
+end
+
+-- re.findall(r'\(.*?\)+(?=\s|$)|\[.*?\]+(?=\s|$)|\S+', text)
+local function usage_parts(text)
+  local parts = {}
+  local i, n = 1, #text
+  local function is_ws(c)
+    return c == "" or c:match("^[ \t\n\r\f\v]$") ~= nil
+  end
+  while i <= n do
+    local c = text:sub(i, i)
+    if is_ws(c) then
+      i = i + 1
+    else
+      local stop
+      local close = (c == "(" and ")") or (c == "[" and "]") or nil
+      if close then
+        local k = i + 1
+        while k <= n and text:sub(k, k) ~= "\n" do
+          if text:sub(k, k) == close then
+            local r = k
+            while text:sub(r + 1, r + 1) == close do
+              r = r + 1
+            end
+            if is_ws(text:sub(r + 1, r + 1)) then
+              stop = r
+              break
+            end
+            k = r + 1
+          else
+            k = k + 1
+          end
+        end
+      end
+      if not stop then
+        stop = i
+        while stop + 1 <= n and not is_ws(text:sub(stop + 1, stop + 1)) do
+          stop = stop + 1
+        end
+      end
+      parts[#parts + 1] = text:sub(i, stop)
+      i = stop + 1
+    end
+  end
+  return parts
+end
+
+-- _format_usage: "usage: ...\n\n"; prefix defaults to "usage: ".
+function Parser:_format_usage(actions, width, prefix)
+  prefix = prefix or "usage: "
+  local prog = self.prog
+  local usage
+  if self.usage ~= nil then
+    usage = py_format(self.usage, { prog = prog })
+  elseif #actions == 0 then
+    usage = prog
+  else
+    local optionals, positionals = {}, {}
+    for _, a in ipairs(actions) do
+      if #a.option_strings > 0 then
+        optionals[#optionals + 1] = a
+      else
+        positionals[#positionals + 1] = a
+      end
+    end
+    local action_usage = format_actions_usage(extend(copy_list(optionals), positionals))
+    usage = action_usage ~= "" and prog .. " " .. action_usage or prog
+    local text_width = width
+    if ulen(prefix) + ulen(usage) > text_width then
+      local opt_parts = usage_parts(format_actions_usage(optionals))
+      local pos_parts = usage_parts(format_actions_usage(positionals))
+      local function get_lines(parts, indent, pfx)
+        local lines, line = {}, {}
+        local line_len = (pfx and ulen(pfx) or ulen(indent)) - 1
+        for _, part in ipairs(parts) do
+          if line_len + 1 + ulen(part) > text_width and #line > 0 then
+            lines[#lines + 1] = indent .. concat(line, " ")
+            line = {}
+            line_len = ulen(indent) - 1
+          end
+          line[#line + 1] = part
+          line_len = line_len + ulen(part) + 1
+        end
+        if #line > 0 then
+          lines[#lines + 1] = indent .. concat(line, " ")
+        end
+        if pfx then
+          lines[1] = lines[1]:sub(#indent + 1)
+        end
+        return lines
+      end
+      local lines
+      if ulen(prefix) + ulen(prog) <= 0.75 * text_width then
+        local indent = (" "):rep(ulen(prefix) + ulen(prog) + 1)
+        if #opt_parts > 0 then
+          lines = get_lines(extend({ prog }, opt_parts), indent, prefix)
+          extend(lines, get_lines(pos_parts, indent))
+        elseif #pos_parts > 0 then
+          lines = get_lines(extend({ prog }, pos_parts), indent, prefix)
+        else
+          lines = { prog }
+        end
+      else
+        local indent = (" "):rep(ulen(prefix))
+        lines = get_lines(extend(copy_list(opt_parts), pos_parts), indent)
+        if #lines > 1 then
+          lines = extend(get_lines(opt_parts, indent), get_lines(pos_parts, indent))
+        end
+        insert(lines, 1, prog)
+      end
+      usage = concat(lines, "\n")
+    end
+  end
+  return prefix .. usage .. "\n\n"
+end
+
+-- HelpFormatter.format_help() post-processing.
+local function finish_help(text)
+  text = text:gsub("\n\n\n+", "\n\n"):gsub("^\n+", ""):gsub("\n+$", "")
+  return text .. "\n"
+end
+
+--- format_usage(): "usage: ...\n" (empty if usage is argparse.SUPPRESS).
+function Parser:format_usage()
+  if self.usage == SUPPRESS then
+    return ""
+  end
+  return finish_help(self:_format_usage(self._actions, formatter_width(self)))
+end
+
+-- _format_text: description, epilog and group descriptions.
+local function format_text(text, prog, width, indent)
+  if text:find("%(prog)", 1, true) then
+    text = py_format(text, { prog = prog })
+  end
+  local text_width = math.max(width - indent, 11)
+  local pad = (" "):rep(indent)
+  return concat(wrap(collapse(text), text_width, pad, pad), "\n") .. "\n\n"
+end
+
+-- _format_action_invocation
+local function invocation(action)
+  if #action.option_strings == 0 then
+    return metavar_of(action, action.dest, 1)[1]
+  elseif action.nargs == 0 then
+    return concat(action.option_strings, ", ")
+  end
+  local args = format_args(action, default_optional_metavar(action))
+  local parts = {}
+  for i, s in ipairs(action.option_strings) do
+    parts[i] = s .. " " .. args
+  end
+  return concat(parts, ", ")
+end
+
+-- _expand_help
+local function expand_help(action, prog)
+  local params = {}
+  for key in pairs(HELP_KEYS) do
+    local v = action[key]
+    if v ~= SUPPRESS then
+      params[key] = v
+    end
+  end
+  params.prog = prog
+  local known = {}
+  for key in pairs(HELP_KEYS) do
+    known[key] = action[key] ~= SUPPRESS
+  end
+  if type(params.type) == "function" then
+    params.type = action.type_name or "function"
+  end
+  if params.choices ~= nil then
+    local strs = {}
+    for i, c in ipairs(params.choices) do
+      strs[i] = py_str(c)
+    end
+    params.choices = concat(strs, ", ")
+  end
+  return py_format(action.help, params, known)
+end
+
+--- format_help(): the full help text, ending in "\n".
+function Parser:format_help()
+  local width = formatter_width(self)
+  local max_help_position = math.min(24, math.max(width - 20, 4))
+  local out = {}
+  if self.usage ~= SUPPRESS then
+    out[#out + 1] = self:_format_usage(self._actions, width)
+  end
+  if self.description ~= nil and self.description ~= SUPPRESS then
+    out[#out + 1] = format_text(self.description, self.prog, width, 0)
+  end
+
+  -- add_argument(): longest invocation, measured at the section indent.
+  local action_max_length = 0
+  for _, group in ipairs(self._groups) do
+    for _, action in ipairs(group.actions) do
+      if action.help ~= SUPPRESS then
+        local len = ulen(invocation(action))
+        for _, sub in ipairs(action._choices_actions or {}) do
+          len = math.max(len, ulen(invocation(sub)))
+        end
+        action_max_length = math.max(action_max_length, len + 2)
+      end
+    end
+  end
+  local help_position = math.min(action_max_length + 2, max_help_position)
+  local help_width = math.max(width - help_position, 11)
+
+  local function format_action(action, indent)
+    local action_width = help_position - indent - 2
+    local header = invocation(action)
+    local parts = {}
+    local indent_first = 0
+    local help = action.help
+    if help == nil or help == "" then
+      parts[1] = (" "):rep(indent) .. header .. "\n"
+    elseif ulen(header) <= action_width then
+      parts[1] = (" "):rep(indent) .. header
+        .. (" "):rep(action_width - ulen(header)) .. "  "
+    else
+      parts[1] = (" "):rep(indent) .. header .. "\n"
+      indent_first = help_position
+    end
+    if help ~= nil and pycompat.strip(help) ~= "" then
+      local text = expand_help(action, self.prog)
+      if text ~= "" then
+        local lines = wrap(collapse(text), help_width)
+        if #lines == 0 then
+          lines = { "" }
+        end
+        parts[#parts + 1] = (" "):rep(indent_first) .. lines[1] .. "\n"
+        for i = 2, #lines do
+          parts[#parts + 1] = (" "):rep(help_position) .. lines[i] .. "\n"
+        end
+      end
+    elseif parts[1]:sub(-1) ~= "\n" then
+      parts[#parts + 1] = "\n"
+    end
+    for _, sub in ipairs(action._choices_actions or {}) do
+      parts[#parts + 1] = format_action(sub, indent + 2)
+    end
+    return concat(parts)
+  end
+
+  for _, group in ipairs(self._groups) do
+    local items = {}
+    if group.description ~= nil and group.description ~= SUPPRESS then
+      items[#items + 1] = format_text(group.description, self.prog, width, 2)
+    end
+    for _, action in ipairs(group.actions) do
+      if action.help ~= SUPPRESS then
+        items[#items + 1] = format_action(action, 2)
+      end
+    end
+    local body = concat(items)
+    if body ~= "" then
+      out[#out + 1] = "\n" .. group.title .. ":\n" .. body .. "\n"
+    end
+  end
+  if self.epilog ~= nil and self.epilog ~= SUPPRESS then
+    out[#out + 1] = format_text(self.epilog, self.prog, width, 0)
+  end
+  return finish_help(concat(out))
+end
+
+return M

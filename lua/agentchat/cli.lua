@@ -1,0 +1,150 @@
+-- agentchat.cli: the command line. Builds the grammar (Python-compatible,
+-- see agentchat.argparse), dispatches to the command modules and turns
+-- failures into one stderr line and the exit code of SPEC.md 2.5.
+local argparse = require "agentchat.argparse"
+local errors = require "agentchat.errors"
+
+local M = {}
+
+-- Command families, in the order their subcommands appear in --help. Each
+-- module has register(subparsers) and gives every subcommand a `handler`
+-- default: handler(args, ctx) -> exit code.
+M.families = {
+  "agentchat.commands.messages",
+  "agentchat.commands.scripting",
+}
+
+local DESCRIPTION = [[
+Peer agent sessions coordinate by exchanging Markdown message files in
+shared channel folders. Drop-in compatible with agent-chat-plugin.]]
+
+local EPILOG = [[
+Root: --root (before the command), else $AGENT_CHAT_ROOT, else ~/agent-chat.
+Run 'agent-chat COMMAND -h' for the options of a command.]]
+
+function M.build_parser()
+  local p = argparse.parser{ prog = "agent-chat", description = DESCRIPTION, epilog = EPILOG }
+  p:option{ "--root", metavar = "ROOT",
+            help = "chat root folder (default: $AGENT_CHAT_ROOT or ~/agent-chat)" }
+  local sub = p:subparsers{ dest = "command", metavar = "COMMAND", required = true,
+                            title = "commands" }
+  for _, name in ipairs(M.families) do
+    require(name).register(sub)
+  end
+  return p
+end
+
+-- Output helpers: everything goes through these so a failed write (a closed
+-- pipe, a full disk) is noticed before a cursor moves.
+local function make_ctx()
+  local ctx = {}
+  function ctx.out(s)
+    io.stdout:write(s)
+  end
+  function ctx.err(s)
+    io.stderr:write(s)
+  end
+  --- Flush stdout; returns true, or false after reporting the failure.
+  function ctx.flush()
+    local ok, msg = io.stdout:flush()
+    if not ok then
+      io.stderr:write("agent-chat: IO_ERROR: could not write output: " .. tostring(msg) .. "\n")
+      return false
+    end
+    return true
+  end
+  --- Report `nil, message, code, exit` and return the exit code.
+  function ctx.fail(message, code, exit)
+    code = code or "ERROR"
+    io.stdout:flush()
+    io.stderr:write(errors.line(code, message or "unknown error") .. "\n")
+    return errors.exit_for(code, exit)
+  end
+  return ctx
+end
+
+-- `agent-chat [--root R] run SCRIPT ARGS...` passes ARGS through untouched
+-- (argparse would claim options such as -h), so it is recognised first.
+local function find_raw_command(argv)
+  local i = 1
+  while argv[i] do
+    local a = argv[i]
+    if a == "--root" then
+      i = i + 2
+    elseif a:sub(1, 7) == "--root=" then
+      i = i + 1
+    elseif a == "run" or a == "repl" then
+      return a, i
+    else
+      return nil
+    end
+  end
+  return nil
+end
+
+local function run_main(argv)
+  local ctx = make_ctx()
+  local raw, at = find_raw_command(argv)
+  if raw and argv[at + 1] ~= "-h" and argv[at + 1] ~= "--help" then
+    local scripting = require "agentchat.commands.scripting"
+    local root
+    for i = 1, at - 1 do
+      if argv[i] == "--root" then
+        root = argv[i + 1]
+      elseif argv[i]:sub(1, 7) == "--root=" then
+        root = argv[i]:sub(8)
+      end
+    end
+    return scripting.raw(raw, argv, at, root, ctx)
+  end
+
+  local parser = M.build_parser()
+  local args, perr = parser:parse({ table.unpack(argv, 1) })
+  if not args then
+    if perr.kind == "help" then
+      io.stdout:write(perr.text)
+      return ctx.flush() and 0 or 1
+    end
+    if perr.parser and perr.parser.tag and perr.parser.tag.format_error then
+      io.stderr:write(perr.parser.tag.format_error(perr))
+    else
+      io.stderr:write(argparse.format_error(perr))
+    end
+    return 2
+  end
+  local code = args.handler(args, ctx)
+  if not ctx.flush() then
+    return 1
+  end
+  return code or 0
+end
+
+--- Entry point used by the host: argv[0] is the program name.
+function M.main(argv)
+  local ok, code = xpcall(run_main, function(e)
+    if errors.is_error(e) or (type(e) == "table" and e.code) then
+      return e
+    end
+    return debug.traceback(tostring(e), 2)
+  end, argv)
+  if ok then
+    return code
+  end
+  if type(code) == "table" then
+    -- A domain error raised through the stack (e.g. Ctrl-C in Lua code).
+    io.stdout:flush()
+    io.stderr:write(errors.line(code.code, code.message) .. "\n")
+    return code.exit or errors.exit_for(code.code)
+  end
+  local debug_env = os.getenv("AGENT_CHAT_DEBUG")
+  if debug_env and debug_env ~= "" and debug_env ~= "0" then
+    io.stderr:write("agent-chat: internal error: " .. tostring(code) .. "\n")
+  else
+    local first = tostring(code):match("^[^\n]*")
+    io.stderr:write("agent-chat: INTERNAL_ERROR: " .. first
+      .. " (set AGENT_CHAT_DEBUG=1 for a traceback)\n")
+  end
+  return 1
+end
+
+return M

@@ -1,0 +1,393 @@
+-- agentchat.commands.messages: init, channels, roster, post, read, wait,
+-- peek and the legacy marker claim (SPEC.md 2.1), byte-compatible with the
+-- Python tool's output.
+local ac = require "agentchat"
+local py = require "agentchat.pycompat"
+local store = require "agentchat.store"
+local sys = require "agentchat.sys"
+
+local M = {}
+
+local RULE = string.rep("=", 70)
+local BODY_CAP = 16 * 1024 * 1024
+local STDIN_HINT = "Enter message body; press Ctrl-D (or Ctrl-Z and Enter on Windows) to finish.\n"
+
+-- ------------------------------------------------------------ helpers
+
+local function open_root(args, ctx)
+  local root, msg, code, exit = ac.open(args.root)
+  if not root then
+    return nil, ctx.fail(msg, code, exit)
+  end
+  return root
+end
+
+local function open_channel(args, ctx)
+  local root, rc = open_root(args, ctx)
+  if not root then
+    return nil, rc
+  end
+  local ch, msg, code, exit = root:channel(args.channel)
+  if not ch then
+    return nil, ctx.fail(msg, code, exit)
+  end
+  return ch, root
+end
+
+--- Python: [m.strip() for m in s.split(",") if m.strip()]
+local function split_list(s)
+  local out = {}
+  for item in (s .. ","):gmatch("([^,]*),") do
+    local v = py.strip(item)
+    if v ~= "" then
+      out[#out + 1] = v
+    end
+  end
+  return out
+end
+
+--- Cut to 37 characters plus "..." when longer than 40 (characters).
+local function cut40(s)
+  if py.ulen(s) <= 40 then
+    return s
+  end
+  local stop = utf8.offset(s, 38)
+  if not stop then   -- not valid UTF-8: count bytes
+    return s:sub(1, 37) .. "..."
+  end
+  return s:sub(1, stop - 1) .. "..."
+end
+
+local function ljust(s, width)
+  local n = py.ulen(s)
+  if n >= width then
+    return s
+  end
+  return s .. string.rep(" ", width - n)
+end
+
+local function show_messages(ctx, messages)
+  local parts = {}
+  for _, m in ipairs(messages) do
+    parts[#parts + 1] = RULE .. "\n" .. py.rstrip(m.text) .. "\n\n"
+  end
+  ctx.out(table.concat(parts))
+end
+
+local function warn_skipped(ctx, batch)
+  for _, s in ipairs(batch.skipped or {}) do
+    ctx.err("agent-chat: warning: skipped unreadable message " .. s.name .. ": " .. s.reason .. "\n")
+  end
+end
+
+local function text_ok(ctx, value, what)
+  if not sys.utf8_valid(value) then
+    return nil, ctx.fail(what .. " is not valid UTF-8", "INVALID_UTF8")
+  end
+  return true
+end
+
+-- ------------------------------------------------------------ commands
+
+local function cmd_init(args, ctx)
+  local root, rc = open_root(args, ctx)
+  if not root then
+    return rc
+  end
+  local members = args.members and split_list(args.members) or {}
+  local ch, msg, code, exit = root:init(args.channel, { members = members, topic = args.topic or "" })
+  if not ch then
+    return ctx.fail(msg, code, exit)
+  end
+  ch:close()
+  ctx.out(string.format("created channel '%s' at %s  members=%s\n", args.channel,
+    ac.join_path(root.path, args.channel),
+    #members > 0 and table.concat(members, ", ") or "(open)"))
+  return 0
+end
+
+local function cmd_channels(args, ctx)
+  local root, rc = open_root(args, ctx)
+  if not root then
+    return rc
+  end
+  local list, msg, code, exit = root:channels()
+  if not list then
+    return ctx.fail(msg, code, exit)
+  end
+  if #list == 0 then
+    ctx.out("(no channels yet under " .. root.path .. ")\n")
+    return 0
+  end
+  local width = 7
+  for _, c in ipairs(list) do
+    width = math.max(width, py.ulen(c.name))
+  end
+  local out = { ljust("CHANNEL", width) .. "  MSGS  MEMBERS / LAST\n" }
+  local pad = string.rep(" ", width + 8)
+  for _, c in ipairs(list) do
+    local members = c.meta and #c.meta.members > 0 and table.concat(c.meta.members, ", ") or "(open)"
+    out[#out + 1] = string.format("%s  %4d  %s\n", ljust(c.name, width), c.count, cut40(members))
+    if c.last then
+      local f = c.last.fields
+      out[#out + 1] = string.format("%slast: #%d %s: %s\n", pad, c.last.seq,
+        f.from or "?", cut40(f.title or ""))
+    else
+      out[#out + 1] = pad .. "last: -\n"
+    end
+  end
+  ctx.out(table.concat(out))
+  return 0
+end
+
+local function cmd_roster(args, ctx)
+  local ch, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local r, msg, code, exit = ch:roster()
+  ch:close()
+  if not r then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out(string.format("channel : %s\ntopic   : %s\nmembers : %s\nmessages: %d\n",
+    r.channel, r.topic ~= "" and r.topic or "(none)",
+    #r.members > 0 and table.concat(r.members, ", ") or "(open)", r.messages))
+  return 0
+end
+
+-- Body sources: --body wins (even ''), then --body-file, then stdin.
+local function read_body(args, ctx)
+  if args.body then
+    return text_ok(ctx, args.body, "--body") and args.body or nil, 1
+  end
+  if args.body_file then
+    local data, msg = sys.read_file(args.body_file, BODY_CAP)
+    if not data then
+      return nil, ctx.fail("could not read body file: " .. msg .. ": " .. py.repr_str(args.body_file),
+        "BODY_FILE_UNREADABLE")
+    end
+    if not sys.utf8_valid(data) then
+      return nil, ctx.fail("could not read body file: invalid UTF-8 in " .. py.repr_str(args.body_file),
+        "BODY_FILE_UNREADABLE")
+    end
+    return data
+  end
+  if sys.isatty(0) then
+    ctx.err(STDIN_HINT)
+  end
+  local data, msg = sys.read_stdin(BODY_CAP)
+  if not data then
+    return nil, ctx.fail("could not read stdin: " .. msg, "IO_ERROR")
+  end
+  if py.strip(data) == "" then
+    return nil, ctx.fail("empty body (pass --body, --body-file, or pipe via stdin)", "BODY_EMPTY")
+  end
+  if not sys.utf8_valid(data) then
+    return nil, ctx.fail("message body from stdin is not valid UTF-8", "INVALID_UTF8")
+  end
+  return data
+end
+
+local function cmd_post(args, ctx)
+  local ch, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  for _, f in ipairs({ { args.from, "--from" }, { args.title, "--title" },
+                       { args.to, "--to" }, { args.status, "--status" } }) do
+    if f[1] and not text_ok(ctx, f[1], f[2]) then
+      ch:close()
+      return 1
+    end
+  end
+  local body, brc = read_body(args, ctx)
+  if not body then
+    ch:close()
+    return brc
+  end
+  local res, msg, code, exit = ch:post{
+    from = args.from, to = args.to, title = args.title, body = body,
+    reply = args.reply or 0, status = args.status,
+  }
+  ch:close()
+  if not res then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out(string.format("posted #%d -> %s/%s\n", res.seq, args.channel, res.file))
+  return 0
+end
+
+local function cmd_read(args, ctx)
+  local ch, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local batch, msg, code, exit = ch:fetch{ as = args.as, all = args.all }
+  if not batch then
+    ch:close()
+    return ctx.fail(msg, code, exit)
+  end
+  warn_skipped(ctx, batch)
+  if #batch.messages == 0 then
+    ctx.out(string.format("(no new messages for %s in '%s'; cursor at #%d)\n",
+      args.as, args.channel, batch.cursor_before))
+  else
+    show_messages(ctx, batch.messages)
+  end
+  -- The cursor moves only once the messages are out.
+  if not ctx.flush() then
+    ch:close()
+    return 1
+  end
+  if not args.peek then
+    local ok
+    ok, msg, code, exit = ch:commit(batch)
+    if not ok then
+      ch:close()
+      return ctx.fail(msg, code, exit)
+    end
+  end
+  ch:close()
+  return 0
+end
+
+local function cmd_wait(args, ctx)
+  local ch, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local batch, msg, code, exit = ch:wait{ as = args.as, timeout = args.timeout,
+                                          interval = args.interval, peek = true }
+  if not batch then
+    ch:close()
+    if code == "ETIMEDOUT" then
+      ctx.err(string.format("(timeout after %ss: no new messages for %s in '%s')\n",
+        py.float_repr(args.timeout), args.as, args.channel))
+      return 2
+    end
+    return ctx.fail(msg, code, exit)
+  end
+  warn_skipped(ctx, batch)
+  show_messages(ctx, batch.messages)
+  if not ctx.flush() then
+    ch:close()
+    return 1
+  end
+  local ok
+  ok, msg, code, exit = ch:commit(batch)
+  ch:close()
+  if not ok then
+    return ctx.fail(msg, code, exit)
+  end
+  return 0
+end
+
+local function cmd_peek(args, ctx)
+  local ch, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  if args.n <= 0 then
+    ch:close()
+    return 0
+  end
+  local batch, msg, code, exit = ch:peek(args.n)
+  ch:close()
+  if not batch then
+    return ctx.fail(msg, code, exit)
+  end
+  warn_skipped(ctx, batch)
+  if batch.count == 0 then
+    ctx.out("(channel '" .. args.channel .. "' is empty)\n")
+  else
+    show_messages(ctx, batch.messages)
+  end
+  return 0
+end
+
+local function cmd_claim(args, ctx)
+  -- Marker names are checked before the channel is looked up.
+  local ok, msg, code, exit = store.check_marker(args.task)
+  if not ok then
+    return ctx.fail(msg, code, exit)
+  end
+  local ch, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local dest
+  dest, msg, code, exit = ch:claim(args.task, { as = args.as })
+  ch:close()
+  if not dest then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out("claimed " .. args.task .. " -> " .. dest .. "\n")
+  return 0
+end
+
+-- ------------------------------------------------------------ grammar
+
+function M.register(sub)
+  local p = sub:parser("init", { help = "create a channel",
+    description = "Create a channel folder with its _meta.json." })
+  p:positional{ "channel", help = "channel name" }
+  p:option{ "--members", help = "comma-separated member names (informational only)" }
+  p:option{ "--topic", help = "channel topic (stored verbatim)" }
+  p:set_defaults{ handler = cmd_init }
+
+  p = sub:parser("channels", { help = "list channels with counts and last message",
+    description = "List every channel under the root." })
+  p:set_defaults{ handler = cmd_channels }
+
+  p = sub:parser("roster", { help = "show a channel's topic, members and size",
+    description = "Show a channel's topic, members and message count." })
+  p:positional{ "channel", help = "channel name" }
+  p:set_defaults{ handler = cmd_roster }
+
+  p = sub:parser("post", { help = "post a message",
+    description = "Post a message. The body comes from --body, else --body-file, else stdin." })
+  p:positional{ "channel", help = "channel name" }
+  p:option{ "--from", required = true, help = "sender name" }
+  p:option{ "--to", default = "all", help = "recipients: all, or a comma list (default: all)" }
+  p:option{ "--title", required = true, help = "message title (may be empty)" }
+  p:option{ "--reply", type = "int", help = "seq this message replies to (0: none)" }
+  p:option{ "--status", default = "discussion", help = "status label (default: discussion)" }
+  p:option{ "--body", help = "message body text" }
+  p:option{ "--body-file", help = "read the body from this file" }
+  p:set_defaults{ handler = cmd_post }
+
+  p = sub:parser("read", { help = "print unread messages and move the cursor",
+    description = "Print the messages for an agent above its cursor, then move the cursor." })
+  p:positional{ "channel", help = "channel name" }
+  p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
+  p:option{ "--all", action = "store_true", help = "show every message from #1, own ones included" }
+  p:option{ "--peek", action = "store_true", help = "do not move the cursor" }
+  p:set_defaults{ handler = cmd_read }
+
+  p = sub:parser("wait", { help = "block until a relevant message arrives",
+    description = "Block (no CPU) until a message for the agent arrives, print it, move the cursor. "
+      .. "Exit 2 on timeout." })
+  p:positional{ "channel", help = "channel name" }
+  p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
+  p:option{ "--timeout", type = "float", default = 900.0, help = "seconds to wait (default: 900)" }
+  p:option{ "--interval", type = "float", default = 5.0,
+            help = "rescan period in seconds where change notification is unavailable (default: 5)" }
+  p:set_defaults{ handler = cmd_wait }
+
+  p = sub:parser("peek", { help = "show the last messages without touching cursors",
+    description = "Show the last N messages, any recipient; no cursor moves." })
+  p:positional{ "channel", help = "channel name" }
+  p:option{ "-n", type = "int", default = 3, help = "how many (default: 3)" }
+  p:set_defaults{ handler = cmd_peek }
+
+  p = sub:parser("claim", { help = "legacy: claim a task-<id>.md marker by renaming it",
+    description = "Rename task-<id>.md to task-<id>.CLAIMED-<agent>.md under the seq lock. "
+      .. "Exit 3 if it is gone or already claimed." })
+  p:positional{ "channel", help = "channel name" }
+  p:positional{ "task", help = "marker file name, task-<id>.md" }
+  p:option{ "--as", dest = "as", required = true, help = "claimer (agent name)" }
+  p:set_defaults{ handler = cmd_claim }
+end
+
+return M

@@ -1,0 +1,75 @@
+-- agentchat.errors: error values shared by the Lua API and the CLI.
+--
+-- Expected failures travel as `nil, message, code` (plus the exit code as a
+-- fourth value from the C bindings). Raising wrappers and the CLI use error
+-- objects: tables {code=, message=, exit=} with a shared metatable whose
+-- __tostring gives "CODE: message".
+local M = {}
+
+-- Codes whose message the CLI prints without the code, because the Python
+-- tool prints exactly that line (SPEC.md 2.1, 2.5).
+M.plain = {
+  CHANNEL_NOT_FOUND = true,
+  CHANNEL_EXISTS = true,
+  CHANNEL_INVALID_NAME = true,
+  META_UNREADABLE = true,
+  SEQ_LOCK_TIMEOUT = true,
+  CLAIM_LOST = true,
+  CLAIM_INVALID_NAME = true,
+  BODY_EMPTY = true,
+  BODY_FILE_UNREADABLE = true,
+  INTERRUPTED = true,
+}
+
+-- Exit codes by code (SPEC.md 2.5); everything else exits 1.
+M.exit_codes = {
+  CLAIM_LOST = 3,
+  INTERRUPTED = 130,
+  ETIMEDOUT = 2,
+  USAGE = 2,
+}
+
+local Error = {}
+Error.__index = Error
+Error.__name = "agentchat.error"
+Error.__tostring = function(e)
+  return e.code .. ": " .. e.message
+end
+
+--- Make an error object.
+function M.new(code, message, exit)
+  return setmetatable({
+    code = code,
+    message = message,
+    exit = exit or M.exit_codes[code] or 1,
+  }, Error)
+end
+
+function M.is_error(v)
+  return getmetatable(v) == Error
+end
+
+--- The exit code for a code (with an optional exit hint from C).
+function M.exit_for(code, hint)
+  return M.exit_codes[code] or hint or 1
+end
+
+--- The one stderr line for an error ("agent-chat: [CODE: ]message").
+function M.line(code, message)
+  if M.plain[code] then
+    return "agent-chat: " .. message
+  end
+  return "agent-chat: " .. code .. ": " .. message
+end
+
+--- Return `nil, message, code, exit` (the expected-failure convention).
+function M.fail(code, message, exit)
+  return nil, message, code, exit or M.exit_codes[code] or 1
+end
+
+--- Raise the failure of a `nil, message, code, exit` return as an error object.
+function M.raise(message, code, exit)
+  error(M.new(code or "ERROR", message or "unknown error", exit), 2)
+end
+
+return M

@@ -1,0 +1,440 @@
+-- agentchat: the Lua API of agent-chat.
+--
+--   local ac = require "agentchat"
+--   local root = ac.open()                 -- --root / $AGENT_CHAT_ROOT / ~/agent-chat
+--   local ch = assert(root:init("dev", {members = {"alice", "bob"}, topic = "T"}))
+--   assert(ch:post{from = "alice", to = "bob", title = "hi", body = "hello"})
+--   local batch = ch:read{as = "bob"}      -- messages, cursor moved
+--   for _, m in ipairs(batch.messages) do print(m.seq, m.from, m.title) end
+--
+-- Expected failures return `nil, message, code` (and the CLI exit code as a
+-- fourth value); misuse (wrong argument types) raises. The CLI is built on
+-- exactly this API. See docs/lua-api.md for the reference.
+local store = require "agentchat.store"
+local sys = require "agentchat.sys"
+local errors = require "agentchat.errors"
+local py = require "agentchat.pycompat"
+
+local M = {}
+
+local fail = errors.fail
+
+-- ---------------------------------------------------------------- roots
+
+--- str(pathlib.PurePosixPath(p)): collapse '//' and '.' parts, drop a
+--- trailing '/', keep a leading '//' (POSIX allows it to be special).
+function M.normalize_path(p)
+  if p == "" then
+    return "."
+  end
+  local lead = ""
+  if p:sub(1, 2) == "//" and p:sub(3, 3) ~= "/" then
+    lead = "//"
+  elseif p:sub(1, 1) == "/" then
+    lead = "/"
+  end
+  local parts = {}
+  for part in p:gmatch("[^/]+") do
+    if part ~= "." then
+      parts[#parts + 1] = part
+    end
+  end
+  local s = lead .. table.concat(parts, "/")
+  if s == "" then
+    return "."
+  end
+  return s
+end
+
+--- Path of `name` under `root` as Python prints `root / name`.
+function M.join_path(root, name)
+  if root == "." then
+    return name
+  end
+  if root:sub(-1) == "/" then
+    return root .. name
+  end
+  return root .. "/" .. name
+end
+
+--- The root a command uses: `flag`, else $AGENT_CHAT_ROOT (empty = unset),
+--- else ~/agent-chat. Returns the normalized path.
+function M.resolve_root(flag)
+  local root = flag
+  if root == nil then
+    root = M.default_root   -- set by `agent-chat --root R run ...`
+  end
+  if root == nil then
+    local env = os.getenv("AGENT_CHAT_ROOT")
+    if env and env ~= "" then
+      root = env
+    else
+      local home, msg, code = sys.home()
+      if not home then
+        return fail(code, msg)
+      end
+      root = M.join_path(M.normalize_path(home), "agent-chat")
+    end
+  end
+  return M.normalize_path(root)
+end
+
+local function check_text(value, what)
+  if type(value) ~= "string" then
+    error(what .. " must be a string", 3)
+  end
+  if value:find("\0", 1, true) then
+    return fail("INVALID_TEXT", what .. " must not contain NUL bytes")
+  end
+  if not sys.utf8_valid(value) then
+    return fail("INVALID_UTF8", what .. " is not valid UTF-8")
+  end
+  return true
+end
+
+local Root = {}
+Root.__index = Root
+Root.__name = "agentchat.root"
+
+--- Open a root (need not exist). `path` nil resolves as resolve_root(nil).
+function M.open(path)
+  if path ~= nil and type(path) ~= "string" then
+    error("root path must be a string", 2)
+  end
+  local root, msg, code = M.resolve_root(path)
+  if not root then
+    return nil, msg, code
+  end
+  local st, smsg, scode, sexit = store.open(root)
+  if not st then
+    return nil, smsg, scode, sexit
+  end
+  return setmetatable({ path = root, _store = st }, Root)
+end
+
+function Root:__tostring()
+  return "agentchat.root (" .. self.path .. ")"
+end
+
+local Channel = {}
+Channel.__index = Channel
+Channel.__name = "agentchat.channel"
+
+local function wrap_channel(root, handle)
+  return setmetatable({ root = root, name = handle:name(), _h = handle }, Channel)
+end
+
+--- Open an existing channel.
+function Root:channel(name)
+  if type(name) ~= "string" then
+    error("channel name must be a string", 2)
+  end
+  local h, msg, code, exit = self._store:channel(name)
+  if not h then
+    return nil, msg, code, exit
+  end
+  return wrap_channel(self, h)
+end
+
+--- Create a channel. opts.members: list of names (kept in order), opts.topic.
+function Root:init(name, opts)
+  opts = opts or {}
+  if type(name) ~= "string" then
+    error("channel name must be a string", 2)
+  end
+  local ok, msg, code, exit = store.check_name(name)
+  if not ok then
+    return nil, msg, code, exit
+  end
+  local members = opts.members or {}
+  local topic = opts.topic or ""
+  for i, m in ipairs(members) do
+    ok, msg, code = check_text(m, "member " .. i)
+    if not ok then
+      return nil, msg, code
+    end
+  end
+  ok, msg, code = check_text(topic, "topic")
+  if not ok then
+    return nil, msg, code
+  end
+  local meta
+  meta, msg, code = store.meta_compose(name, members, topic, sys.now_iso(0))
+  if not meta then
+    return nil, msg, code
+  end
+  ok, msg, code, exit = self._store:create(name, meta)
+  if not ok then
+    return nil, msg, code, exit
+  end
+  return self:channel(name)
+end
+
+--- Names of the channels under the root, sorted.
+function Root:channel_names()
+  return self._store:channels()
+end
+
+--- Parse _meta.json bytes the way the CLI needs them: an object whose
+--- members is a list of strings and whose topic is a string (or absent).
+function M.parse_meta(bytes)
+  local cjson = require "cjson.safe"
+  local meta = cjson.decode(bytes)
+  if type(meta) ~= "table" then
+    return nil
+  end
+  local members = meta.members
+  if members == nil or members == cjson.null then
+    members = {}
+  end
+  if type(members) ~= "table" then
+    return nil
+  end
+  for _, m in ipairs(members) do
+    if type(m) ~= "string" then
+      return nil
+    end
+  end
+  local topic = meta.topic
+  if topic == nil or topic == cjson.null then
+    topic = ""
+  end
+  if type(topic) ~= "string" then
+    return nil
+  end
+  return { channel = meta.channel, members = members, topic = topic, created = meta.created }
+end
+
+--- One entry per channel: {name, meta (nil if unreadable), count, last}.
+function Root:channels()
+  local names, msg, code, exit = self._store:channels()
+  if not names then
+    return nil, msg, code, exit
+  end
+  local out = {}
+  for _, name in ipairs(names) do
+    local entry = { name = name, count = 0 }
+    local ch = self:channel(name)
+    if ch then
+      entry.meta = ch:meta()
+      local last = ch:peek(1)
+      if last then
+        entry.count = last.count
+        entry.last = last.messages[1]
+      end
+      ch:close()
+    end
+    out[#out + 1] = entry
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------- channels
+
+function Channel:__tostring()
+  return "agentchat.channel (" .. self.name .. ")"
+end
+
+function Channel:close()
+  self._h:close()
+end
+Channel.__close = Channel.close
+
+--- Parsed _meta.json ({channel, members, topic, created}) or nil, message, code.
+function Channel:meta()
+  local bytes, msg, code, exit = self._h:meta()
+  if not bytes then
+    return nil, msg, code, exit
+  end
+  local meta = M.parse_meta(bytes)
+  if not meta then
+    return fail("META_UNREADABLE",
+      "could not read or parse _meta.json for channel '" .. self.name .. "'")
+  end
+  return meta
+end
+
+--- {channel, topic, members, messages} for `roster`.
+function Channel:roster()
+  local meta, msg, code, exit = self:meta()
+  if not meta then
+    return nil, msg, code, exit
+  end
+  local summary
+  summary, msg, code, exit = self._h:summary()
+  if not summary then
+    return nil, msg, code, exit
+  end
+  return { channel = self.name, topic = meta.topic, members = meta.members,
+           messages = summary.count }
+end
+
+-- A message as the API shows it: the C record plus the common fields.
+local function message(m)
+  local f = m.fields
+  m.file = m.name
+  m.from = f.from
+  m.to = f.to
+  m.title = f.title
+  m.status = f.status
+  m.ts = f.ts
+  m.reply_to = f.reply_to
+  return m
+end
+
+local function batch_of(inbox, agent, before)
+  for _, m in ipairs(inbox.messages) do
+    message(m)
+  end
+  return {
+    agent = agent,
+    messages = inbox.messages,
+    skipped = inbox.skipped,
+    count = inbox.count,
+    cursor_before = before,
+    cursor = inbox.max_seq,     -- where a commit moves the cursor
+  }
+end
+
+--- Post a message. t = {from, title, body, to="all", reply=0, status="discussion"}.
+--- Returns {seq, file, channel}.
+function Channel:post(t)
+  if type(t) ~= "table" then
+    error("post expects a table", 2)
+  end
+  local fields = { "from", "title", "body" }
+  for _, k in ipairs(fields) do
+    if t[k] == nil then
+      error("post: field '" .. k .. "' is required", 2)
+    end
+  end
+  for _, k in ipairs({ "from", "title", "body", "to", "status" }) do
+    if t[k] ~= nil then
+      local ok, msg, code = check_text(t[k], k)
+      if not ok then
+        return nil, msg, code
+      end
+    end
+  end
+  local reply = t.reply or t.reply_to or 0
+  if math.type(reply) ~= "integer" then
+    error("post: reply must be an integer", 2)
+  end
+  local to = t.to
+  if to == nil or to == "" then
+    to = "all"
+  end
+  local seq, file, code, exit = self._h:post{
+    from = t.from, to = to, title = t.title, status = t.status or "discussion",
+    body = t.body, reply_to = reply,
+  }
+  if not seq then
+    return nil, file, code, exit
+  end
+  return { seq = seq, file = file, channel = self.name }
+end
+
+--- The agent's cursor.
+function Channel:cursor(agent)
+  return self._h:cursor(agent)
+end
+
+--- Set the agent's cursor.
+function Channel:set_cursor(agent, value)
+  return self._h:set_cursor(agent, value)
+end
+
+--- Unread messages for opts.as without moving the cursor.
+--- opts.all: everything from seq 1, own messages and others' included.
+function Channel:fetch(opts)
+  if type(opts) ~= "table" or type(opts.as) ~= "string" then
+    error("fetch expects {as = name}", 2)
+  end
+  local before = self._h:cursor(opts.as)
+  local inbox, msg, code, exit = self._h:fetch{
+    as = opts.as, after = opts.all and 0 or before, all = opts.all and true or false,
+  }
+  if not inbox then
+    return nil, msg, code, exit
+  end
+  return batch_of(inbox, opts.as, before)
+end
+
+--- Move the cursor as a read of `batch` does: to the highest seq of all
+--- message files seen in the scan that produced it.
+function Channel:commit(batch)
+  return self._h:set_cursor(batch.agent, batch.cursor)
+end
+
+--- read: fetch, then commit unless opts.peek.
+function Channel:read(opts)
+  local batch, msg, code, exit = self:fetch(opts)
+  if not batch then
+    return nil, msg, code, exit
+  end
+  if not opts.peek then
+    local ok
+    ok, msg, code, exit = self:commit(batch)
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
+  return batch
+end
+
+--- Block until relevant messages arrive (opts.timeout seconds, default 900;
+--- opts.interval, default 5). Returns a batch like fetch, committed unless
+--- opts.peek; or nil, "timed out", "ETIMEDOUT" / nil, "cancelled by user",
+--- "INTERRUPTED".
+function Channel:wait(opts)
+  if type(opts) ~= "table" or type(opts.as) ~= "string" then
+    error("wait expects {as = name}", 2)
+  end
+  local before = self._h:cursor(opts.as)
+  local inbox, msg, code, exit = self._h:wait{
+    as = opts.as, after = before, timeout = opts.timeout or 900.0,
+    interval = opts.interval or 5.0,
+  }
+  if not inbox then
+    return nil, msg, code, exit
+  end
+  local batch = batch_of(inbox, opts.as, before)
+  if not opts.peek then
+    local ok
+    ok, msg, code, exit = self:commit(batch)
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
+  return batch
+end
+
+--- The last n messages in seq order, any recipient; cursors untouched.
+--- Returns a batch ({messages, count}).
+function Channel:peek(n)
+  n = n or 3
+  if math.type(n) ~= "integer" then
+    error("peek expects an integer", 2)
+  end
+  local inbox, msg, code, exit = self._h:last(n)
+  if not inbox then
+    return nil, msg, code, exit
+  end
+  return batch_of(inbox, nil, nil)
+end
+
+--- Legacy marker claim: rename task-<id>.md to task-<id>.CLAIMED-<slug>.md.
+function Channel:claim(marker, opts)
+  if type(marker) ~= "string" or type(opts) ~= "table" or type(opts.as) ~= "string" then
+    error("claim expects (marker, {as = name})", 2)
+  end
+  return self._h:claim_marker(marker, opts.as)
+end
+
+M.Root = Root
+M.Channel = Channel
+M.errors = errors
+M.pycompat = py
+M.version = "0.1.0"
+
+return M

@@ -1,0 +1,90 @@
+/* channel.c - channel name rules and _meta.json; see channel.h. */
+#include "agentchat/channel.h"
+
+#include <string.h>
+
+#include "agentchat/json.h"
+#include "agentchat/utf8.h"
+
+static const char *name_problem(const char *name)
+{
+    size_t len = strlen(name), i;
+    if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        strpbrk(name, "/\\:"))
+        return "path traversal blocked";
+    if (name[0] == '.' || name[0] == '_')
+        return "reserved prefix blocked";
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c < 0x20 || c == 0x7f)
+            return "control character blocked";
+    }
+    if (!ac_utf8_valid(name, len))
+        return "invalid UTF-8 blocked";
+    if (len > AC_NAME_MAX)
+        return "name too long";
+    return NULL;
+}
+
+int ac_channel_name_check(const char *name, struct ac_err *err)
+{
+    const char *why = name_problem(name);
+    char shown[300];
+    if (!why)
+        return 0;
+    ac_err_quote(shown, sizeof shown, name, 200);
+    return ac_err_set(err, AC_EXIT_GENERAL, "CHANNEL_INVALID_NAME",
+                      "invalid channel name (%s): '%s'", why, shown);
+}
+
+int ac_marker_name_check(const char *name, struct ac_err *err)
+{
+    const char *why = name_problem(name);
+    size_t len = strlen(name);
+    char shown[300];
+
+    ac_err_quote(shown, sizeof shown, name, 200);
+    if (why && strcmp(why, "path traversal blocked") != 0 &&
+        strcmp(why, "reserved prefix blocked") != 0)
+        why = NULL;     /* only the two core rules apply to marker names */
+    if (why)
+        return ac_err_set(err, AC_EXIT_GENERAL, "CLAIM_INVALID_NAME",
+                          "invalid task name (%s): '%s'", why, shown);
+    if (len < 9 || strncmp(name, "task-", 5) != 0 ||
+        strcmp(name + len - 3, ".md") != 0 ||
+        memchr(name + 5, '.', len - 8) != NULL)
+        return ac_err_set(err, AC_EXIT_GENERAL, "CLAIM_INVALID_NAME",
+                          "invalid task name (expected task-<id>.md marker): '%s'", shown);
+    return 0;
+}
+
+char *ac_meta_compose(const char *channel, const char *const *members,
+                      size_t nmembers, const char *topic, const char *created,
+                      size_t *len)
+{
+    json_t *obj = json_object(), *arr = json_array();
+    char *out = NULL;
+    size_t i;
+
+    if (!obj || !arr)
+        goto done;
+    for (i = 0; i < nmembers; i++)
+        if (json_array_append_new(arr, json_string(members[i])) == -1)
+            goto done;
+    if (json_object_set_new(obj, "channel", json_string(channel)) == -1 ||
+        json_object_set(obj, "members", arr) == -1 ||
+        json_object_set_new(obj, "topic", json_string(topic)) == -1 ||
+        json_object_set_new(obj, "created", json_string(created)) == -1)
+        goto done;
+    out = ac_json_dump(obj, &ac_json_py_indent2, len);
+done:
+    json_decref(arr);
+    json_decref(obj);
+    return out;
+}
+
+json_t *ac_meta_parse(const char *data, size_t len)
+{
+    json_error_t jerr;
+    return json_loadb(data, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+}

@@ -1,0 +1,77 @@
+/* err.c - filling struct ac_err; see include/agentchat/err.h. */
+#include "agentchat/err.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int ac_err_set(struct ac_err *err, int exit_code, const char *code,
+               const char *fmt, ...)
+{
+    int saved = errno;
+    if (err) {
+        va_list ap;
+        err->code = code;
+        err->exit_code = exit_code;
+        err->sys_errno = 0;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    errno = saved;
+    return -1;
+}
+
+int ac_err_sys(struct ac_err *err, int errnum, const char *code,
+               const char *fmt, ...)
+{
+    int saved = errno;
+    if (err) {
+        va_list ap;
+        size_t n;
+        err->code = code ? code : "IO_ERROR";
+        err->exit_code = AC_EXIT_GENERAL;
+        err->sys_errno = errnum;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        n = strlen(err->msg);
+        if (n < sizeof err->msg)
+            snprintf(err->msg + n, sizeof err->msg - n, ": %s", strerror(errnum));
+    }
+    errno = saved;
+    return -1;
+}
+
+char *ac_err_quote(char *out, size_t outsz, const char *in, size_t maxchars)
+{
+    size_t o = 0, i;
+    static const char hex[] = "0123456789abcdef";
+
+    if (outsz == 0)
+        return out;
+    for (i = 0; in[i] && o + 5 < outsz; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (i >= maxchars) {
+            if (o + 4 < outsz) {
+                memcpy(out + o, "...", 3);
+                o += 3;
+            }
+            break;
+        }
+        if (c == '\n' || c == '\t' || c == '\r') {
+            out[o++] = '\\';
+            out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        } else if (c < 0x20 || c == 0x7f) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}

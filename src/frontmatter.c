@@ -1,0 +1,184 @@
+/* frontmatter.c - read and write message frontmatter; see frontmatter.h. */
+#include "agentchat/frontmatter.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentchat/pystr.h"
+
+static int line_is_fence(const char *s, size_t len)
+{
+    size_t a, b;
+    ac_py_strip(s, len, &a, &b);
+    return b - a == 3 && memcmp(s + a, "---", 3) == 0;
+}
+
+int ac_fm_parse(const char *text, size_t len, struct ac_fm *fm)
+{
+    const char *p, *end = text + len, *nl;
+    size_t cap = 0;
+
+    memset(fm, 0, sizeof *fm);
+    if (len < 3 || memcmp(text, "---", 3) != 0)
+        return 0;
+    nl = memchr(text, '\n', len);
+    if (!nl)
+        return 0;               /* a single line: never closed */
+    for (p = nl + 1; p < end; p = nl + 1) {
+        const char *colon;
+        size_t llen, ks, ke, vs, ve;
+
+        nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            nl = end;
+        llen = (size_t)(nl - p);
+        if (line_is_fence(p, llen)) {
+            fm->present = 1;
+            return 0;
+        }
+        colon = memchr(p, ':', llen);
+        if (colon) {
+            if (fm->npairs == cap) {
+                size_t ncap = cap ? cap * 2 : 8;
+                struct ac_fm_pair *np = realloc(fm->pairs, ncap * sizeof *np);
+                if (!np) {
+                    ac_fm_free(fm);
+                    return -1;
+                }
+                fm->pairs = np;
+                cap = ncap;
+            }
+            ac_py_strip(p, (size_t)(colon - p), &ks, &ke);
+            ac_py_strip(colon + 1, (size_t)(nl - colon - 1), &vs, &ve);
+            fm->pairs[fm->npairs].key = p + ks;
+            fm->pairs[fm->npairs].key_len = ke - ks;
+            fm->pairs[fm->npairs].value = colon + 1 + vs;
+            fm->pairs[fm->npairs].value_len = ve - vs;
+            fm->npairs++;
+        }
+        if (nl == end)
+            break;
+    }
+    /* No closing fence: Python returns {} for the whole file. */
+    ac_fm_free(fm);
+    return 0;
+}
+
+void ac_fm_free(struct ac_fm *fm)
+{
+    free(fm->pairs);
+    memset(fm, 0, sizeof *fm);
+}
+
+int ac_fm_get(const struct ac_fm *fm, const char *key,
+              const char **value, size_t *value_len)
+{
+    size_t klen = strlen(key), i = fm->npairs;
+    while (i-- > 0) {
+        if (fm->pairs[i].key_len == klen && memcmp(fm->pairs[i].key, key, klen) == 0) {
+            *value = fm->pairs[i].value;
+            *value_len = fm->pairs[i].value_len;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ac_fm_to_is_broadcast(const char *to, size_t len)
+{
+    return len == 0 || (len == 3 && memcmp(to, "all", 3) == 0) ||
+           (len == 2 && memcmp(to, "[]", 2) == 0) || (len == 1 && to[0] == '*');
+}
+
+int ac_fm_is_relevant(const struct ac_fm *fm, const char *agent, size_t agent_len)
+{
+    const char *v, *p, *end;
+    size_t vlen;
+
+    if (ac_fm_get(fm, "from", &v, &vlen) && vlen == agent_len &&
+        memcmp(v, agent, agent_len) == 0)
+        return 0;
+    if (!ac_fm_get(fm, "to", &v, &vlen) || ac_fm_to_is_broadcast(v, vlen))
+        return 1;
+    /* Python: to.strip("[]").split(","), each entry stripped, blanks dropped. */
+    p = v;
+    end = v + vlen;
+    while (p < end && (*p == '[' || *p == ']'))
+        p++;
+    while (end > p && (end[-1] == '[' || end[-1] == ']'))
+        end--;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t a, b;
+        if (!comma)
+            comma = end;
+        ac_py_strip(p, (size_t)(comma - p), &a, &b);
+        if (b > a && b - a == agent_len && memcmp(p + a, agent, agent_len) == 0)
+            return 1;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+/* Append a frontmatter value with every run of CR/LF turned into one space. */
+static size_t put_value(char *out, const char *v)
+{
+    size_t o = 0;
+    while (*v) {
+        if (*v == '\r' || *v == '\n') {
+            while (*v == '\r' || *v == '\n')
+                v++;
+            out[o++] = ' ';
+        } else {
+            out[o++] = *v++;
+        }
+    }
+    return o;
+}
+
+static size_t put_line(char *out, const char *key, const char *value)
+{
+    size_t o = strlen(key);
+    memcpy(out, key, o);
+    out[o++] = ':';
+    out[o++] = ' ';
+    o += put_value(out + o, value);
+    out[o++] = '\n';
+    return o;
+}
+
+char *ac_msg_compose(const struct ac_msg_fields *f, size_t *len)
+{
+    size_t body_len = ac_py_rstrip_len(f->body, f->body_len);
+    const char *to = f->to && f->to[0] ? f->to : "all";
+    size_t cap = 256 + strlen(f->from) + strlen(to) + strlen(f->channel) +
+                 strlen(f->ts) + strlen(f->status) + strlen(f->title) + body_len;
+    char *out = malloc(cap), num[32];
+    size_t o = 0;
+
+    if (!out)
+        return NULL;
+    memcpy(out, "---\n", 4);
+    o = 4;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)f->seq);
+    o += put_line(out + o, "seq", num);
+    o += put_line(out + o, "from", f->from);
+    o += put_line(out + o, "to", to);
+    if (f->has_reply) {
+        snprintf(num, sizeof num, "%lld", (long long)f->reply_to);
+        o += put_line(out + o, "reply_to", num);
+    }
+    o += put_line(out + o, "channel", f->channel);
+    o += put_line(out + o, "ts", f->ts);
+    o += put_line(out + o, "status", f->status);
+    o += put_line(out + o, "title", f->title);
+    memcpy(out + o, "---\n", 4);
+    o += 4;
+    memcpy(out + o, f->body, body_len);
+    o += body_len;
+    out[o++] = '\n';
+    out[o] = '\0';
+    *len = o;
+    return out;
+}

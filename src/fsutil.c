@@ -1,0 +1,356 @@
+/* fsutil.c - safe, atomic file system primitives; see fsutil.h. */
+#define _GNU_SOURCE   /* renameat2, statx, O_* extras */
+#include "agentchat/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentchat/fault.h"
+
+static int fsync_enabled = -1;
+
+int ac_fsync(int fd)
+{
+    if (fsync_enabled == -1) {
+        const char *v = getenv("AGENT_CHAT_TEST_FSYNC");
+        fsync_enabled = !(v && strcmp(v, "0") == 0);
+    }
+    if (!fsync_enabled)
+        return 0;
+    return fsync(fd);
+}
+
+int ac_fsync_dir(int dirfd)
+{
+    if (ac_fsync(dirfd) == -1 && errno != EINVAL)
+        return -1;
+    return 0;
+}
+
+static int open_retry(int dirfd, const char *name, int flags, mode_t mode)
+{
+    int fd;
+    do
+        fd = openat(dirfd, name, flags | O_CLOEXEC, mode);
+    while (fd == -1 && errno == EINTR);
+    return fd;
+}
+
+int ac_open_dir_at(int dirfd, const char *name)
+{
+    return open_retry(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+}
+
+int ac_open_dir_path(const char *path)
+{
+    return open_retry(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0);
+}
+
+int ac_mkdirs(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path), i;
+
+    if (len == 0 || len >= sizeof buf) {
+        errno = len ? ENAMETOOLONG : ENOENT;
+        return -1;
+    }
+    memcpy(buf, path, len + 1);
+    for (i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        buf[i] = '\0';
+        if (mkdir(buf, mode) == -1 && errno != EEXIST) {
+            return -1;
+        }
+        buf[i] = path[i];
+    }
+    {
+        struct stat st;
+        if (stat(path, &st) == -1)
+            return -1;
+        if (!S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ac_read_fd(int fd, size_t cap, char **out, size_t *len)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t size, used = 0;
+
+    if (fstat(fd, &st) == -1)
+        return -1;
+    if (S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((uint64_t)st.st_size > cap) {
+        errno = EFBIG;
+        return -1;
+    }
+    /* The size may change under us (a writer appending); read until EOF but
+     * never past the cap. */
+    size = (size_t)st.st_size + 1;
+    buf = malloc(size + 1);
+    if (!buf)
+        return -1;
+    for (;;) {
+        ssize_t n;
+        if (used == size) {
+            char *nb;
+            if (size > cap) {
+                free(buf);
+                errno = EFBIG;
+                return -1;
+            }
+            size = size * 2 > cap + 1 ? cap + 1 : size * 2;
+            nb = realloc(buf, size + 1);
+            if (!nb) {
+                free(buf);
+                return -1;
+            }
+            buf = nb;
+        }
+        n = read(fd, buf + used, size - used);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            free(buf);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        used += (size_t)n;
+    }
+    if (used > cap) {
+        free(buf);
+        errno = EFBIG;
+        return -1;
+    }
+    buf[used] = '\0';
+    *out = buf;
+    *len = used;
+    return 0;
+}
+
+int ac_read_file_at(int dirfd, const char *name, size_t cap,
+                    char **out, size_t *len)
+{
+    int fd = open_retry(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    int rc, saved;
+    if (fd == -1)
+        return -1;
+    rc = ac_read_fd(fd, cap, out, len);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+int ac_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Random suffix for temp names; uniqueness is enforced by O_EXCL, the
+ * randomness only avoids retries. */
+static void random_suffix(char *out, size_t n)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    static unsigned long long state;
+    size_t i;
+    if (state == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        state = ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec
+                ^ ((unsigned long long)getpid() << 40) ^ 0x9e3779b97f4a7c15ULL;
+    }
+    for (i = 0; i < n; i++) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        out[i] = chars[state % (sizeof chars - 1)];
+    }
+    out[n] = '\0';
+}
+
+static int fault_at(const char *tag, const char *step)
+{
+    char point[96];
+    if (!tag)
+        return 0;
+    snprintf(point, sizeof point, "%s.%s", tag, step);
+    return AC_FAULT(point);
+}
+
+int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
+                    mode_t mode, int flags, const char *fault_tag)
+{
+    char tmp[NAME_MAX + 1], rnd[9];
+    size_t nlen = strlen(name);
+    int fd = -1, saved, tries;
+    const char *base = name;
+
+    /* Keep the temp name within NAME_MAX whatever the target's length. */
+    if (nlen > NAME_MAX - 16)
+        base = name + (nlen - (NAME_MAX - 16));
+    for (tries = 0; tries < 100; tries++) {
+        random_suffix(rnd, 8);
+        snprintf(tmp, sizeof tmp, ".%s.%s.tmp", base[0] == '.' ? base + 1 : base, rnd);
+        fd = open_retry(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+        if (fd != -1 || errno != EEXIST)
+            break;
+    }
+    if (fd == -1)
+        return -1;
+    if (fault_at(fault_tag, "write") == -1 || ac_write_all(fd, data, len) == -1)
+        goto fail;
+    if (fault_at(fault_tag, "fsync") == -1 || ac_fsync(fd) == -1)
+        goto fail;
+    if (close(fd) == -1) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    if (fault_at(fault_tag, "publish") == -1)
+        goto fail;
+    if (flags & AC_ATOMIC_NOREPLACE) {
+        if (linkat(dirfd, tmp, dirfd, name, 0) == -1)
+            goto fail;
+        /* The target now exists; the temp name is just an extra link. */
+        unlinkat(dirfd, tmp, 0);
+    } else if (renameat(dirfd, tmp, dirfd, name) == -1) {
+        goto fail;
+    }
+    if (!(flags & AC_ATOMIC_NO_DIRSYNC)) {
+        if (fault_at(fault_tag, "dirsync") == -1 || ac_fsync_dir(dirfd) == -1)
+            return -1;   /* published, but durability unknown */
+    }
+    return 0;
+
+fail:
+    saved = errno;
+    if (fd != -1)
+        close(fd);
+    unlinkat(dirfd, tmp, 0);
+    errno = saved;
+    return -1;
+}
+
+int ac_rename_noreplace(int dirfd, const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+#endif
+    /* Fallback: link refuses an existing target; then drop the old name. */
+    if (linkat(dirfd, from, dirfd, to, 0) == -1)
+        return -1;
+    if (unlinkat(dirfd, from, 0) == -1) {
+        int saved = errno;
+        unlinkat(dirfd, to, 0);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+int ac_dir_mtime(int dirfd, int64_t *sec, int64_t *nsec)
+{
+    struct statx stx;
+    if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MTIME, &stx) == -1) {
+        struct stat st;
+        if (fstat(dirfd, &st) == -1)
+            return -1;
+        *sec = st.st_mtim.tv_sec;
+        *nsec = st.st_mtim.tv_nsec;
+        return 0;
+    }
+    *sec = stx.stx_mtime.tv_sec;
+    *nsec = stx.stx_mtime.tv_nsec;
+    return 0;
+}
+
+int ac_is_regular_at(int dirfd, const char *name)
+{
+    struct stat st;
+    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+int ac_dir_walk(int dirfd, ac_dir_cb cb, void *ctx)
+{
+    int fd = open_retry(dirfd, ".", O_RDONLY | O_DIRECTORY, 0);
+    DIR *d;
+    struct dirent *de;
+    int rc = 0;
+
+    if (fd == -1)
+        return -1;
+    d = fdopendir(fd);
+    if (!d) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    for (;;) {
+        unsigned char type;
+        errno = 0;
+        de = readdir(d);
+        if (!de) {
+            if (errno) {
+                int saved = errno;
+                closedir(d);
+                errno = saved;
+                return -1;
+            }
+            break;
+        }
+        if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
+            (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+            continue;
+        type = de->d_type;
+        if (type == DT_UNKNOWN) {
+            struct stat st;
+            if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR
+                     : S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
+        }
+        rc = cb(ctx, de->d_name, type);
+        if (rc)
+            break;
+    }
+    closedir(d);
+    return rc;
+}

@@ -1,0 +1,583 @@
+/*
+ * l_store.c - Lua binding of the store interface: module "agentchat.store".
+ *
+ *   local store = require "agentchat.store"
+ *   local st = store.open(root)           -- userdata "agentchat.store"
+ *   st:channels()                         -- { "a", "b" }
+ *   st:create(name, meta_json)            -- true
+ *   local ch = st:channel(name)           -- userdata "agentchat.channel"
+ *   ch:post{from=, to=, title=, status=, body=, reply_to=}  -- seq, file name
+ *   ch:fetch{as=, after=, all=, stamp=}   -- inbox table (see push_inbox)
+ *   ch:last(n)                            -- inbox table of the last n
+ *   ch:summary()                          -- { count=, max_seq=, last_name= }
+ *   ch:meta()                             -- raw _meta.json bytes
+ *   ch:cursor(agent) / ch:set_cursor(agent, n)
+ *   ch:wait{as=, after=, timeout=, interval=}
+ *   ch:claim_marker(marker, agent)        -- destination name
+ *   ch:close()                            -- also __close and __gc
+ *   store.check_name(name), store.check_marker(name)
+ *   store.meta_compose(name, members, topic, created)
+ *
+ * Expected failures return nil, message, code, exit_code (the exit code of
+ * SPEC.md 2.5 for the CLI). Misuse (wrong argument types, a closed handle)
+ * raises.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "agentchat/channel.h"
+#include "agentchat/lua_host.h"
+#include "agentchat/store.h"
+#include "agentchat/wait.h"
+
+#define STORE_MT "agentchat.store"
+#define CHAN_MT "agentchat.channel"
+
+struct l_store {
+    struct ac_store *st;
+};
+
+struct l_chan {
+    struct ac_chan *ch;
+};
+
+static int fail_err(lua_State *L, const struct ac_err *err)
+{
+    return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",
+                       err->exit_code ? err->exit_code : 1, err->msg);
+}
+
+static struct l_store *check_store(lua_State *L, int idx)
+{
+    struct l_store *s = luaL_checkudata(L, idx, STORE_MT);
+    if (!s->st)
+        luaL_error(L, "attempt to use a closed store");
+    return s;
+}
+
+static struct l_chan *check_chan(lua_State *L, int idx)
+{
+    struct l_chan *c = luaL_checkudata(L, idx, CHAN_MT);
+    if (!c->ch)
+        luaL_error(L, "attempt to use a closed channel");
+    return c;
+}
+
+/* Optional string field of the table at idx (raises on a wrong type). */
+static const char *opt_field_string(lua_State *L, int idx, const char *key, const char *def)
+{
+    const char *s;
+    lua_getfield(L, idx, key);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return def;
+    }
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "field '%s' must be a string", key);
+    s = lua_tostring(L, -1);
+    lua_pop(L, 1);   /* the table keeps the string alive */
+    return s;
+}
+
+static const char *field_string_len(lua_State *L, int idx, const char *key, size_t *len)
+{
+    const char *s;
+    lua_getfield(L, idx, key);
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "field '%s' must be a string", key);
+    s = lua_tolstring(L, -1, len);
+    lua_pop(L, 1);
+    return s;
+}
+
+static const char *field_string(lua_State *L, int idx, const char *key)
+{
+    size_t len;
+    const char *s = field_string_len(L, idx, key, &len);
+    if (strlen(s) != len)
+        luaL_error(L, "field '%s' must not contain NUL bytes", key);
+    return s;
+}
+
+static int opt_field_bool(lua_State *L, int idx, const char *key)
+{
+    int b;
+    lua_getfield(L, idx, key);
+    b = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return b;
+}
+
+static lua_Integer opt_field_int(lua_State *L, int idx, const char *key, lua_Integer def, int *given)
+{
+    lua_Integer v = def;
+    int isnum;
+    lua_getfield(L, idx, key);
+    if (given)
+        *given = !lua_isnil(L, -1);
+    if (!lua_isnil(L, -1)) {
+        v = lua_tointegerx(L, -1, &isnum);
+        if (!isnum)
+            luaL_error(L, "field '%s' must be an integer", key);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+static lua_Number opt_field_number(lua_State *L, int idx, const char *key, lua_Number def)
+{
+    lua_Number v = def;
+    lua_getfield(L, idx, key);
+    if (!lua_isnil(L, -1)) {
+        int isnum;
+        v = lua_tonumberx(L, -1, &isnum);
+        if (!isnum)
+            luaL_error(L, "field '%s' must be a number", key);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* ---- module functions ---- */
+
+static int l_open(lua_State *L)
+{
+    const char *root = luaL_checkstring(L, 1);
+    struct l_store *s = lua_newuserdatauv(L, sizeof *s, 0);
+    struct ac_err err = AC_ERR_INIT;
+    s->st = NULL;   /* released state first: __gc is safe if we fail */
+    luaL_setmetatable(L, STORE_MT);
+    s->st = ac_store_open_fs(root, &err);
+    if (!s->st)
+        return fail_err(L, &err);
+    return 1;
+}
+
+static int l_check_name(lua_State *L)
+{
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_channel_name_check(luaL_checkstring(L, 1), &err) == -1)
+        return fail_err(L, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_check_marker(lua_State *L)
+{
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_marker_name_check(luaL_checkstring(L, 1), &err) == -1)
+        return fail_err(L, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_meta_compose(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    const char *topic, *created;
+    const char **members;
+    lua_Integer n, i;
+    size_t len;
+    char *json;
+
+    luaL_checktype(L, 2, LUA_TTABLE);
+    topic = luaL_checkstring(L, 3);
+    created = luaL_checkstring(L, 4);
+    n = luaL_len(L, 2);
+    /* Keep the array in a userdata so a raise below cannot leak it. */
+    members = lua_newuserdatauv(L, sizeof *members * (size_t)(n > 0 ? n : 1), 0);
+    for (i = 1; i <= n; i++) {
+        lua_geti(L, 2, i);
+        members[i - 1] = luaL_checkstring(L, -1);   /* may raise */
+        lua_pop(L, 1);
+    }
+    json = ac_meta_compose(name, members, (size_t)n, topic, created, &len);
+    if (!json)
+        return ac_lua_fail(L, "INVALID_TEXT", 1, "could not encode _meta.json (invalid UTF-8?)");
+    lua_pushlstring(L, json, len);
+    free(json);
+    return 1;
+}
+
+/* ---- store methods ---- */
+
+static int store_channels(lua_State *L)
+{
+    struct l_store *s = check_store(L, 1);
+    struct ac_err err = AC_ERR_INIT;
+    char **names;
+    size_t n, i;
+    if (s->st->ops->chan_names(s->st, &names, &n, &err) == -1)
+        return fail_err(L, &err);
+    lua_createtable(L, (int)n, 0);
+    for (i = 0; i < n; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    ac_names_free(names, n);
+    return 1;
+}
+
+static int store_create(lua_State *L)
+{
+    struct l_store *s = check_store(L, 1);
+    const char *name = luaL_checkstring(L, 2);
+    size_t len;
+    const char *meta = luaL_checklstring(L, 3, &len);
+    struct ac_err err = AC_ERR_INIT;
+    if (s->st->ops->chan_create(s->st, name, meta, len, &err) == -1)
+        return fail_err(L, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int store_channel(lua_State *L)
+{
+    struct l_store *s = check_store(L, 1);
+    const char *name = luaL_checkstring(L, 2);
+    struct ac_err err = AC_ERR_INIT;
+    struct l_chan *c = lua_newuserdatauv(L, sizeof *c, 1);
+    c->ch = NULL;
+    luaL_setmetatable(L, CHAN_MT);
+    lua_pushvalue(L, 1);                /* keep the store alive */
+    lua_setiuservalue(L, -2, 1);
+    if (s->st->ops->chan_open(s->st, name, &c->ch, &err) == -1)
+        return fail_err(L, &err);
+    return 1;
+}
+
+static int store_root(lua_State *L)
+{
+    lua_pushstring(L, check_store(L, 1)->st->root);
+    return 1;
+}
+
+static int store_gc(lua_State *L)
+{
+    struct l_store *s = luaL_checkudata(L, 1, STORE_MT);
+    if (s->st) {
+        ac_store_close(s->st);
+        s->st = NULL;
+    }
+    return 0;
+}
+
+/* ---- channel methods ---- */
+
+static int chan_name(lua_State *L)
+{
+    lua_pushstring(L, check_chan(L, 1)->ch->name);
+    return 1;
+}
+
+static int chan_meta(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    struct ac_err err = AC_ERR_INIT;
+    struct ac_file f;
+    if (c->ch->store->ops->meta_read(c->ch, &f, &err) == -1)
+        return fail_err(L, &err);
+    lua_pushlstring(L, f.data, f.len);
+    ac_file_free(&f);
+    return 1;
+}
+
+static int chan_post(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    struct ac_post_req req;
+    struct ac_post_result res;
+    struct ac_err err = AC_ERR_INIT;
+
+    luaL_checktype(L, 2, LUA_TTABLE);
+    memset(&req, 0, sizeof req);
+    req.from = field_string(L, 2, "from");
+    req.to = opt_field_string(L, 2, "to", "all");
+    req.title = field_string(L, 2, "title");
+    req.status = opt_field_string(L, 2, "status", "discussion");
+    req.body = field_string_len(L, 2, "body", &req.body_len);
+    req.reply_to = opt_field_int(L, 2, "reply_to", 0, NULL);
+    req.has_reply = req.reply_to != 0;
+    if (c->ch->store->ops->msg_post(c->ch, &req, &res, &err) == -1)
+        return fail_err(L, &err);
+    lua_pushinteger(L, (lua_Integer)res.seq);
+    lua_pushstring(L, res.name);
+    return 2;
+}
+
+static void set_str(lua_State *L, const char *key, const char *s, size_t len)
+{
+    lua_pushlstring(L, s, len);
+    lua_setfield(L, -2, key);
+}
+
+/* Push the inbox as
+ *   { max_seq=, count=, messages = { {seq=, name=, text=, mtime=,
+ *     incomplete=, has_frontmatter=, fields = {key=value...}}, ... },
+ *     skipped = { {name=, errno=, reason=}, ... } } */
+static void push_inbox(lua_State *L, const struct ac_inbox *in)
+{
+    size_t i, j;
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, (lua_Integer)in->max_seq);
+    lua_setfield(L, -2, "max_seq");
+    lua_pushinteger(L, (lua_Integer)in->count);
+    lua_setfield(L, -2, "count");
+    lua_createtable(L, (int)in->n, 0);
+    for (i = 0; i < in->n; i++) {
+        const struct ac_inmsg *m = &in->v[i];
+        lua_createtable(L, 0, 8);
+        lua_pushinteger(L, (lua_Integer)m->seq);
+        lua_setfield(L, -2, "seq");
+        lua_pushstring(L, m->name);
+        lua_setfield(L, -2, "name");
+        set_str(L, "text", m->text, m->text_len);
+        lua_pushinteger(L, (lua_Integer)m->mtime_sec);
+        lua_setfield(L, -2, "mtime");
+        lua_pushboolean(L, m->incomplete);
+        lua_setfield(L, -2, "incomplete");
+        lua_pushboolean(L, m->fm.present);
+        lua_setfield(L, -2, "has_frontmatter");
+        lua_createtable(L, 0, (int)m->fm.npairs);
+        for (j = 0; j < m->fm.npairs; j++) {
+            lua_pushlstring(L, m->fm.pairs[j].key, m->fm.pairs[j].key_len);
+            lua_pushlstring(L, m->fm.pairs[j].value, m->fm.pairs[j].value_len);
+            lua_rawset(L, -3);          /* later duplicates win, like a dict */
+        }
+        lua_setfield(L, -2, "fields");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "messages");
+    lua_createtable(L, (int)in->nskipped, 0);
+    for (i = 0; i < in->nskipped; i++) {
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, in->skipped[i].name);
+        lua_setfield(L, -2, "name");
+        lua_pushinteger(L, in->skipped[i].sys_errno);
+        lua_setfield(L, -2, "errno");
+        lua_pushstring(L, in->skipped[i].sys_errno == EFBIG ? "file too large"
+                          : strerror(in->skipped[i].sys_errno));
+        lua_setfield(L, -2, "reason");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "skipped");
+}
+
+static int chan_fetch(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    struct ac_inbox in;
+    struct ac_err err = AC_ERR_INIT;
+    const char *agent;
+    lua_Integer after;
+    int flags = 0;
+
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (opt_field_bool(L, 2, "all"))
+        flags |= AC_INBOX_ALL;
+    agent = (flags & AC_INBOX_ALL) ? opt_field_string(L, 2, "as", "") : field_string(L, 2, "as");
+    after = opt_field_int(L, 2, "after", 0, NULL);
+    lua_getfield(L, 2, "stamp");
+    if (lua_isboolean(L, -1) && !lua_toboolean(L, -1))
+        flags |= AC_INBOX_NO_STAMP;
+    lua_pop(L, 1);
+    if (ac_inbox_fetch(c->ch, agent, after, flags, &in, &err) == -1)
+        return fail_err(L, &err);
+    push_inbox(L, &in);
+    ac_inbox_free(&in);
+    return 1;
+}
+
+static int chan_last(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    struct ac_inbox in;
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_inbox_last(c->ch, n > 0 ? (size_t)n : 0, &in, &err) == -1)
+        return fail_err(L, &err);
+    if (n <= 0) {
+        size_t i;
+        for (i = 0; i < in.n; i++) {
+            ac_fm_free(&in.v[i].fm);
+            free(in.v[i].text);
+            free(in.v[i].name);
+        }
+        in.n = 0;
+    }
+    push_inbox(L, &in);
+    ac_inbox_free(&in);
+    return 1;
+}
+
+static int chan_summary(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    struct ac_listing l;
+    struct ac_err err = AC_ERR_INIT;
+    if (c->ch->store->ops->msg_list(c->ch, INT64_MAX, 1, &l, &err) == -1)
+        return fail_err(L, &err);
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, (lua_Integer)l.count);
+    lua_setfield(L, -2, "count");
+    lua_pushinteger(L, (lua_Integer)l.max_seq);
+    lua_setfield(L, -2, "max_seq");
+    if (l.last_name) {
+        lua_pushstring(L, l.last_name);
+        lua_setfield(L, -2, "last_name");
+    }
+    ac_listing_free(&l);
+    return 1;
+}
+
+static int chan_cursor(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    const char *agent = luaL_checkstring(L, 2);
+    lua_pushinteger(L, (lua_Integer)c->ch->store->ops->cursor_get(c->ch, agent));
+    return 1;
+}
+
+static int chan_set_cursor(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    const char *agent = luaL_checkstring(L, 2);
+    lua_Integer v = luaL_checkinteger(L, 3);
+    struct ac_err err = AC_ERR_INIT;
+    if (c->ch->store->ops->cursor_set(c->ch, agent, v, &err) == -1)
+        return fail_err(L, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int chan_wait(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    const char *agent;
+    lua_Integer after;
+    lua_Number timeout, interval;
+    struct ac_inbox in;
+    struct ac_err err = AC_ERR_INIT;
+    int given, rc;
+
+    luaL_checktype(L, 2, LUA_TTABLE);
+    agent = field_string(L, 2, "as");
+    after = opt_field_int(L, 2, "after", 0, &given);
+    if (!given)
+        after = c->ch->store->ops->cursor_get(c->ch, agent);
+    timeout = opt_field_number(L, 2, "timeout", 900.0);
+    interval = opt_field_number(L, 2, "interval", 5.0);
+    rc = ac_wait_inbox(c->ch, agent, after, timeout, interval, &in, &err);
+    if (rc == -1)
+        return fail_err(L, &err);
+    if (rc == 1)
+        return ac_lua_fail(L, "ETIMEDOUT", 2, "timed out");
+    push_inbox(L, &in);
+    ac_inbox_free(&in);
+    return 1;
+}
+
+static int chan_claim_marker(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    const char *marker = luaL_checkstring(L, 2);
+    const char *agent = luaL_checkstring(L, 3);
+    struct ac_err err = AC_ERR_INIT;
+    char dest[600];
+    if (ac_marker_name_check(marker, &err) == -1 ||
+        c->ch->store->ops->marker_claim(c->ch, marker, agent, dest, sizeof dest, &err) == -1)
+        return fail_err(L, &err);
+    lua_pushstring(L, dest);
+    return 1;
+}
+
+static int chan_close(lua_State *L)
+{
+    struct l_chan *c = luaL_checkudata(L, 1, CHAN_MT);
+    if (c->ch) {
+        c->ch->store->ops->chan_close(c->ch);
+        c->ch = NULL;
+    }
+    return 0;
+}
+
+static int chan_tostring(lua_State *L)
+{
+    struct l_chan *c = luaL_checkudata(L, 1, CHAN_MT);
+    if (c->ch)
+        lua_pushfstring(L, "agentchat.channel (%s)", c->ch->name);
+    else
+        lua_pushliteral(L, "agentchat.channel (closed)");
+    return 1;
+}
+
+static int store_tostring(lua_State *L)
+{
+    struct l_store *s = luaL_checkudata(L, 1, STORE_MT);
+    if (s->st)
+        lua_pushfstring(L, "agentchat.store (%s)", s->st->root);
+    else
+        lua_pushliteral(L, "agentchat.store (closed)");
+    return 1;
+}
+
+static const luaL_Reg store_methods[] = {
+    { "channels", store_channels },
+    { "create", store_create },
+    { "channel", store_channel },
+    { "root", store_root },
+    { "close", store_gc },
+    { NULL, NULL }
+};
+
+static const luaL_Reg chan_methods[] = {
+    { "name", chan_name },
+    { "meta", chan_meta },
+    { "post", chan_post },
+    { "fetch", chan_fetch },
+    { "last", chan_last },
+    { "summary", chan_summary },
+    { "cursor", chan_cursor },
+    { "set_cursor", chan_set_cursor },
+    { "wait", chan_wait },
+    { "claim_marker", chan_claim_marker },
+    { "close", chan_close },
+    { NULL, NULL }
+};
+
+static const luaL_Reg funcs[] = {
+    { "open", l_open },
+    { "check_name", l_check_name },
+    { "check_marker", l_check_marker },
+    { "meta_compose", l_meta_compose },
+    { NULL, NULL }
+};
+
+static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,
+                      lua_CFunction gc, lua_CFunction tostr)
+{
+    luaL_newmetatable(L, name);
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, tostr);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+}
+
+int luaopen_agentchat_store(lua_State *L)
+{
+    new_class(L, STORE_MT, store_methods, store_gc, store_tostring);
+    new_class(L, CHAN_MT, chan_methods, chan_close, chan_tostring);
+    luaL_newlib(L, funcs);
+    return 1;
+}

@@ -1,0 +1,215 @@
+/*
+ * l_sys.c - small system services for the Lua side: module "agentchat.sys".
+ *
+ *   sys.isatty(fd)                  -- true when fd (0, 1, 2) is a terminal
+ *   sys.read_file(path, cap)        -- bytes | nil, message, errno
+ *                                      (message as Python's OSError str:
+ *                                      "[Errno 2] No such file or directory: 'x'"
+ *                                      without the quoted path, which the
+ *                                      caller formats)
+ *   sys.read_stdin(cap)             -- bytes | nil, message, errno
+ *   sys.now_iso(digits)             -- local ISO-8601 time with offset
+ *   sys.monotonic()                 -- seconds (float), CLOCK_MONOTONIC
+ *   sys.sleep(seconds)              -- true | nil, "interrupted", "INTERRUPTED"
+ *   sys.utf8_valid(s)               -- strict UTF-8 check (Python's codec)
+ *   sys.slugify(s)                  -- SPEC.md 3.3 slug
+ *   sys.float_repr(x)               -- Python repr(float)
+ *   sys.interrupted()               -- signal number that asked us to stop, or nil
+ *   sys.getpid()
+ *   sys.home()                      -- $HOME, else the password database
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "agentchat/clock.h"
+#include "agentchat/fsutil.h"
+#include "agentchat/json.h"
+#include "agentchat/lua_host.h"
+#include "agentchat/slug.h"
+#include "agentchat/utf8.h"
+
+static int push_errno(lua_State *L, int e)
+{
+    lua_pushnil(L);
+    lua_pushfstring(L, "[Errno %d] %s", e, strerror(e));
+    lua_pushinteger(L, e);
+    return 3;
+}
+
+static int l_isatty(lua_State *L)
+{
+    lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+    return 1;
+}
+
+/* Read a stream (pipe, terminal, character device) until EOF, capped. */
+static int read_stream(lua_State *L, int fd, lua_Integer cap)
+{
+    luaL_Buffer b;
+    size_t total = 0;
+    luaL_buffinit(L, &b);
+    for (;;) {
+        char *p = luaL_prepbuffer(&b);
+        ssize_t n = read(fd, p, LUAL_BUFFERSIZE);
+        if (n == -1) {
+            if (errno == EINTR && !ac_clock_interrupted())
+                continue;
+            if (errno == EBADF && fd == 0)
+                break;          /* no stdin at all reads as empty */
+            return push_errno(L, errno);
+        }
+        if (n == 0)
+            break;
+        total += (size_t)n;
+        if ((lua_Integer)total > cap)
+            return push_errno(L, EFBIG);
+        luaL_addsize(&b, (size_t)n);
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+static int l_read_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_Integer cap = luaL_optinteger(L, 2, 16 << 20);
+    struct stat st;
+    char *buf;
+    size_t len;
+    int fd, rc, e;
+
+    /* A body file is the user's own path: it may be anywhere, may be a
+     * symlink and may be a pipe (--body-file /dev/stdin), unlike files
+     * inside the root. */
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd == -1 && errno == EINTR && !ac_clock_interrupted());
+    if (fd == -1)
+        return push_errno(L, errno);
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        rc = read_stream(L, fd, cap);
+        close(fd);
+        return rc;
+    }
+    rc = ac_read_fd(fd, (size_t)cap, &buf, &len);
+    e = errno;
+    close(fd);
+    if (rc == -1)
+        return push_errno(L, e);
+    lua_pushlstring(L, buf, len);
+    free(buf);
+    return 1;
+}
+
+static int l_read_stdin(lua_State *L)
+{
+    return read_stream(L, 0, luaL_optinteger(L, 1, 16 << 20));
+}
+
+static int l_now_iso(lua_State *L)
+{
+    char out[AC_ISO_MAX];
+    ac_clock_iso_now(out, (int)luaL_optinteger(L, 1, 0));
+    lua_pushstring(L, out);
+    return 1;
+}
+
+static int l_monotonic(lua_State *L)
+{
+    lua_pushnumber(L, (lua_Number)ac_clock_mono_ns() / 1e9);
+    return 1;
+}
+
+static int l_sleep(lua_State *L)
+{
+    lua_Number s = luaL_checknumber(L, 1);
+    if (ac_clock_sleep_ns((int64_t)(s * 1e9)) == -1)
+        return ac_lua_fail(L, "INTERRUPTED", 130, "cancelled by user");
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_utf8_valid(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_pushboolean(L, ac_utf8_valid(s, len));
+    return 1;
+}
+
+static int l_slugify(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    char out[AC_SLUG_MAX + 1];
+    ac_slugify(s, len, out);
+    lua_pushstring(L, out);
+    return 1;
+}
+
+static int l_float_repr(lua_State *L)
+{
+    char out[32];
+    ac_py_float_repr((double)luaL_checknumber(L, 1), out);
+    lua_pushstring(L, out);
+    return 1;
+}
+
+static int l_interrupted(lua_State *L)
+{
+    int sig = ac_clock_interrupted();
+    if (!sig)
+        return 0;
+    lua_pushinteger(L, sig);
+    return 1;
+}
+
+/* Python's Path.home(): $HOME, else the password database. */
+static int l_home(lua_State *L)
+{
+    const char *home = getenv("HOME");
+    if (!home || !*home) {
+        struct passwd *pw = getpwuid(getuid());
+        home = pw && pw->pw_dir ? pw->pw_dir : NULL;
+    }
+    if (!home)
+        return ac_lua_fail(L, "NO_HOME", 1, "could not determine the home directory");
+    lua_pushstring(L, home);
+    return 1;
+}
+
+static int l_getpid(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)getpid());
+    return 1;
+}
+
+static const luaL_Reg funcs[] = {
+    { "isatty", l_isatty },
+    { "read_file", l_read_file },
+    { "read_stdin", l_read_stdin },
+    { "now_iso", l_now_iso },
+    { "monotonic", l_monotonic },
+    { "sleep", l_sleep },
+    { "utf8_valid", l_utf8_valid },
+    { "slugify", l_slugify },
+    { "float_repr", l_float_repr },
+    { "interrupted", l_interrupted },
+    { "getpid", l_getpid },
+    { "home", l_home },
+    { NULL, NULL }
+};
+
+int luaopen_agentchat_sys(lua_State *L)
+{
+    luaL_newlib(L, funcs);
+    return 1;
+}

@@ -1,0 +1,184 @@
+/* pystr.c - Python str predicates on UTF-8; see include/agentchat/pystr.h.
+ * The two tables were generated with Python 3.11 (Unicode 14.0):
+ *   zeros:  every code point z with chr(z).isdecimal() and decimal value 0
+ *           (each such digit run is exactly z..z+9);
+ *   spaces: every code point with chr(c).isspace(). */
+#include "agentchat/pystr.h"
+
+#include "agentchat/utf8.h"
+
+static const uint32_t decimal_zeros[] = {
+    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6,
+    0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50, 0xED0,
+    0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80,
+    0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900,
+    0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x10D30, 0x11066,
+    0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0,
+    0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0,
+    0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0,
+    0x1E950, 0x1FBF0,
+};
+
+static const uint32_t space_points[] = {
+    0x9, 0xA, 0xB, 0xC, 0xD, 0x1C, 0x1D, 0x1E,
+    0x1F, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x2001, 0x2002,
+    0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A,
+    0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+int ac_py_isspace(uint32_t cp)
+{
+    size_t i;
+    if (cp < 0x80)
+        return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F);
+    for (i = 0; i < COUNT(space_points); i++)
+        if (space_points[i] == cp)
+            return 1;
+    return 0;
+}
+
+int ac_py_decimal(uint32_t cp)
+{
+    size_t lo = 0, hi = COUNT(decimal_zeros);
+    if (cp < 0x80)
+        return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
+    /* Binary search for the last zero <= cp. */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (decimal_zeros[mid] <= cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    return cp - decimal_zeros[lo - 1] < 10 ? (int)(cp - decimal_zeros[lo - 1]) : -1;
+}
+
+/* Length of the whitespace code point that ends at s[end) (0 if none). */
+static size_t trailing_space(const char *s, size_t end)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t back;
+    if (end == 0)
+        return 0;
+    if (p[end - 1] < 0x80)
+        return ac_py_isspace(p[end - 1]) ? 1 : 0;
+    /* Walk back over continuation bytes to the lead byte (at most 4). */
+    for (back = 2; back <= 4 && back <= end; back++) {
+        uint32_t cp;
+        size_t n;
+        if ((p[end - back] & 0xC0) == 0x80)
+            continue;
+        n = ac_utf8_decode(p + end - back, back, &cp);
+        return n == back && ac_py_isspace(cp) ? back : 0;
+    }
+    return 0;
+}
+
+size_t ac_py_rstrip_len(const char *s, size_t len)
+{
+    size_t n;
+    while ((n = trailing_space(s, len)) > 0)
+        len -= n;
+    return len;
+}
+
+void ac_py_strip(const char *s, size_t len, size_t *start, size_t *end)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, e = ac_py_rstrip_len(s, len);
+    while (i < e) {
+        uint32_t cp;
+        size_t n = p[i] < 0x80 ? 1 : ac_utf8_decode(p + i, e - i, &cp);
+        if (p[i] < 0x80)
+            cp = p[i];
+        if (n == 0 || !ac_py_isspace(cp))
+            break;
+        i += n;
+    }
+    *start = i;
+    *end = e;
+}
+
+int ac_py_decimal_value(const char *s, size_t len, uint64_t *value)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t v = 0;
+    size_t i = 0;
+    if (len == 0)
+        return -1;
+    while (i < len) {
+        uint32_t cp;
+        size_t n;
+        int d;
+        if (p[i] < 0x80) {
+            cp = p[i];
+            n = 1;
+        } else {
+            n = ac_utf8_decode(p + i, len - i, &cp);
+            if (n == 0)
+                return -1;
+        }
+        d = ac_py_decimal(cp);
+        if (d < 0)
+            return -1;
+        if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)d;
+        i += n;
+    }
+    *value = v;
+    return 0;
+}
+
+int ac_py_int_parse(const char *s, size_t len, int64_t *value)
+{
+    const unsigned char *p;
+    size_t a, b, i;
+    int neg = 0, prev_digit = 0, any = 0;
+    uint64_t v = 0;
+
+    ac_py_strip(s, len, &a, &b);
+    p = (const unsigned char *)s;
+    i = a;
+    if (i < b && (p[i] == '+' || p[i] == '-')) {
+        neg = p[i] == '-';
+        i++;
+    }
+    while (i < b) {
+        uint32_t cp;
+        size_t n;
+        int d;
+        if (p[i] == '_') {
+            /* '_' only between two digits */
+            if (!prev_digit || i + 1 >= b)
+                return -1;
+            prev_digit = 0;
+            i++;
+            continue;
+        }
+        if (p[i] < 0x80) {
+            cp = p[i];
+            n = 1;
+        } else {
+            n = ac_utf8_decode(p + i, b - i, &cp);
+            if (n == 0)
+                return -1;
+        }
+        d = ac_py_decimal(cp);
+        if (d < 0)
+            return -1;
+        if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)d;
+        prev_digit = any = 1;
+        i += n;
+    }
+    if (!any || !prev_digit)
+        return -1;
+    *value = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}

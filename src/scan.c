@@ -1,0 +1,221 @@
+/* scan.c - listing message files and the scan stamp; see scan.h. */
+#define _GNU_SOURCE   /* statx, CLOCK_REALTIME_COARSE */
+#include "agentchat/scan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <time.h>
+
+#include "agentchat/fsutil.h"
+#include "agentchat/pystr.h"
+
+#define STAMP_XATTR "user.agent-chat.scan"
+
+int ac_scan_parse_name(const char *name, uint64_t *seq)
+{
+    const char *dash = strchr(name, '-');
+    size_t len = strlen(name);
+    if (!dash || len < 3 || strcmp(name + len - 3, ".md") != 0)
+        return 0;
+    /* Fast path: ASCII digits. */
+    if (dash > name && (unsigned char)name[0] < 0x80) {
+        const char *p;
+        uint64_t v = 0;
+        for (p = name; p < dash; p++) {
+            if (*p < '0' || *p > '9')
+                goto unicode;
+            if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - 9) / 10)
+                return 0;
+            v = v * 10 + (uint64_t)(*p - '0');
+        }
+        *seq = v;
+        return 1;
+    }
+unicode:
+    return ac_py_decimal_value(name, (size_t)(dash - name), seq) == 0;
+}
+
+struct collect {
+    struct ac_listing *out;
+    int64_t after;
+    size_t cap;
+    int oom;
+};
+
+static int collect_cb(void *ctx, const char *name, unsigned char type)
+{
+    struct collect *c = ctx;
+    struct ac_listing *l = c->out;
+    uint64_t seq;
+
+    if (type != DT_REG || !ac_scan_parse_name(name, &seq))
+        return 0;
+    l->count++;
+    if (!l->last_name || seq > l->max_seq ||
+        (seq == l->max_seq && strcmp(name, l->last_name) > 0)) {
+        char *copy = strdup(name);
+        if (!copy) {
+            c->oom = 1;
+            return 1;
+        }
+        free(l->last_name);
+        l->last_name = copy;
+        l->max_seq = seq;
+    }
+    if ((int64_t)seq <= c->after)
+        return 0;
+    if (l->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 64;
+        struct ac_entry *nv = realloc(l->v, ncap * sizeof *nv);
+        if (!nv) {
+            c->oom = 1;
+            return 1;
+        }
+        l->v = nv;
+        c->cap = ncap;
+    }
+    l->v[l->n].seq = seq;
+    l->v[l->n].name = strdup(name);
+    if (!l->v[l->n].name) {
+        c->oom = 1;
+        return 1;
+    }
+    l->n++;
+    return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const struct ac_entry *x = a, *y = b;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+int ac_stamp_valid(int dirfd, int64_t sec, int64_t nsec, struct ac_stamp *out)
+{
+    char buf[400];
+    ssize_t n = fgetxattr(dirfd, STAMP_XATTR, buf, sizeof buf - 1);
+    int64_t s, ns;
+    uint64_t max, count;
+    int used = 0;
+
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    if (sscanf(buf, "1 %" SCNd64 " %" SCNd64 " %" SCNu64 " %" SCNu64 " %n",
+               &s, &ns, &max, &count, &used) != 4 || used == 0)
+        return 0;
+    if (s != sec || ns != nsec)
+        return 0;
+    if (out) {
+        size_t rest = strlen(buf + used);
+        out->sec = s;
+        out->nsec = ns;
+        out->max_seq = max;
+        out->count = count;
+        if (rest && buf[used + rest - 1] == '\n')
+            rest--;
+        if (rest >= sizeof out->last_name)
+            return 0;
+        memcpy(out->last_name, buf + used, rest);
+        out->last_name[rest] = '\0';
+        if (count > 0 && rest == 0)
+            return 0;
+    }
+    return 1;
+}
+
+void ac_stamp_write(int dirfd, const struct ac_stamp *st)
+{
+    char buf[400];
+    int n = snprintf(buf, sizeof buf, "1 %" PRId64 " %" PRId64 " %" PRIu64 " %" PRIu64 " %s\n",
+                     st->sec, st->nsec, st->max_seq, st->count, st->last_name);
+    if (n > 0 && (size_t)n < sizeof buf)
+        fsetxattr(dirfd, STAMP_XATTR, buf, (size_t)n, 0);
+}
+
+void ac_stamp_clear(int dirfd)
+{
+    fremovexattr(dirfd, STAMP_XATTR);
+}
+
+static int64_t coarse_now_ns(int64_t *sec, int64_t *nsec)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    *sec = ts.tv_sec;
+    *nsec = ts.tv_nsec;
+    return 0;
+}
+
+static int ts_before(int64_t s1, int64_t n1, int64_t s2, int64_t n2)
+{
+    return s1 < s2 || (s1 == s2 && n1 < n2);
+}
+
+int ac_scan_list(int dirfd, int64_t after, int use_stamp,
+                 struct ac_listing *out, struct ac_err *err)
+{
+    struct collect c;
+    struct ac_stamp st;
+    int64_t cs, cns, s1, n1, s2, n2;
+    int have_mtime;
+
+    memset(out, 0, sizeof *out);
+    coarse_now_ns(&cs, &cns);
+    have_mtime = ac_dir_mtime(dirfd, &s1, &n1) == 0;
+    if (use_stamp && have_mtime && ac_stamp_valid(dirfd, s1, n1, &st) &&
+        (int64_t)st.max_seq <= after) {
+        out->max_seq = st.max_seq;
+        out->count = (size_t)st.count;
+        out->from_stamp = 1;
+        if (st.count > 0) {
+            out->last_name = strdup(st.last_name);
+            if (!out->last_name)
+                return ac_err_sys(err, ENOMEM, NULL, "could not list messages");
+        }
+        return 0;
+    }
+
+    memset(&c, 0, sizeof c);
+    c.out = out;
+    c.after = after;
+    if (ac_dir_walk(dirfd, collect_cb, &c) == -1 || c.oom) {
+        int e = c.oom ? ENOMEM : errno;
+        ac_listing_free(out);
+        return ac_err_sys(err, e, NULL, "could not list messages");
+    }
+    qsort(out->v, out->n, sizeof *out->v, cmp_entry);
+
+    /* Refresh the stamp when provably safe (see scan.h). */
+    if (have_mtime && ts_before(s1, n1, cs, cns) &&
+        ac_dir_mtime(dirfd, &s2, &n2) == 0 && s1 == s2 && n1 == n2 &&
+        !ac_stamp_valid(dirfd, s1, n1, NULL)) {
+        memset(&st, 0, sizeof st);
+        st.sec = s1;
+        st.nsec = n1;
+        st.max_seq = out->max_seq;
+        st.count = out->count;
+        if (out->last_name && strlen(out->last_name) < sizeof st.last_name)
+            strcpy(st.last_name, out->last_name);
+        if (out->count == 0 || st.last_name[0])
+            ac_stamp_write(dirfd, &st);
+    }
+    return 0;
+}
+
+void ac_listing_free(struct ac_listing *l)
+{
+    size_t i;
+    for (i = 0; i < l->n; i++)
+        free(l->v[i].name);
+    free(l->v);
+    free(l->last_name);
+    memset(l, 0, sizeof *l);
+}

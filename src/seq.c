@@ -1,0 +1,127 @@
+/* seq.c - the _seq.lock protocol, high-water mark, reservations; see seq.h. */
+#define _GNU_SOURCE
+#include "agentchat/seq.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentchat/clock.h"
+#include "agentchat/fault.h"
+#include "agentchat/fsutil.h"
+
+#define RETRY_NS (50 * 1000000LL)
+#define DEADLINE_NS (10 * 1000000000LL)
+#define STALE_SEC 30
+
+static int lock_is_stale(int dirfd)
+{
+    struct stat st;
+    struct timespec now;
+    if (fstatat(dirfd, AC_SEQ_LOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == -1)
+        return 0;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec - st.st_mtim.tv_sec > STALE_SEC;
+}
+
+int ac_seqlock_acquire(int dirfd, struct ac_seqlock *lk, struct ac_err *err)
+{
+    int64_t deadline = ac_clock_mono_ns() + DEADLINE_NS;
+
+    memset(lk, 0, sizeof *lk);
+    lk->dirfd = dirfd;
+    for (;;) {
+        int64_t t0 = ac_clock_mono_ns();
+        if (ac_dir_mtime(dirfd, &lk->pre_sec, &lk->pre_nsec) == -1)
+            lk->pre_sec = lk->pre_nsec = -1;
+        if (AC_FAULT("seq.lock") == -1)
+            return ac_err_sys(err, errno, NULL, "could not acquire channel seq lock");
+        if (mkdirat(dirfd, AC_SEQ_LOCK_DIR, 0755) == 0) {
+            struct stat st;
+            if (ac_dir_mtime(dirfd, &lk->post_sec, &lk->post_nsec) == -1)
+                lk->post_sec = lk->post_nsec = -1;
+            lk->window_ns = ac_clock_mono_ns() - t0;
+            lk->held = 1;
+            if (fstatat(dirfd, AC_SEQ_LOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                lk->lock_ino = (uint64_t)st.st_ino;
+            return 0;
+        }
+        if (errno != EEXIST)
+            return ac_err_sys(err, errno, NULL, "could not acquire channel seq lock");
+        if (lock_is_stale(dirfd)) {
+            /* Another waiter may remove it first; that is fine. */
+            if (unlinkat(dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR) == 0 || errno == ENOENT)
+                continue;
+        }
+        if (ac_clock_mono_ns() >= deadline)
+            return ac_err_set(err, AC_EXIT_GENERAL, "SEQ_LOCK_TIMEOUT",
+                              "could not acquire channel seq lock (another poster is stuck?)");
+        if (ac_clock_sleep_ns(RETRY_NS) == -1)
+            return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
+    }
+}
+
+void ac_seqlock_release(struct ac_seqlock *lk)
+{
+    struct stat st;
+    if (!lk->held)
+        return;
+    lk->held = 0;
+    if (lk->lock_ino && (fstatat(lk->dirfd, AC_SEQ_LOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+                         (uint64_t)st.st_ino != lk->lock_ino))
+        return;     /* ours was stolen as stale; the current one is not ours */
+    unlinkat(lk->dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR);
+}
+
+uint64_t ac_seq_high_read(int dirfd)
+{
+    char *buf;
+    size_t len;
+    uint64_t v = 0;
+    if (ac_read_file_at(dirfd, AC_SEQ_HIGH_FILE, 64, &buf, &len) == -1)
+        return 0;
+    if (sscanf(buf, "%" SCNu64, &v) != 1)
+        v = 0;
+    free(buf);
+    return v;
+}
+
+int ac_seq_high_write(int dirfd, uint64_t seq)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%" PRIu64, seq);
+    return ac_write_atomic(dirfd, AC_SEQ_HIGH_FILE, buf, (size_t)n, 0644,
+                           AC_ATOMIC_REPLACE | AC_ATOMIC_NO_DIRSYNC, "post.seqhigh");
+}
+
+static void reservation_name(char *out, size_t size, uint64_t seq)
+{
+    snprintf(out, size, ".seqres-%" PRIu64, seq);
+}
+
+int ac_seq_reserve(int dirfd, uint64_t seq)
+{
+    char name[48];
+    int fd;
+    reservation_name(name, sizeof name, seq);
+    do
+        fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    while (fd == -1 && errno == EINTR);
+    if (fd == -1)
+        return errno == EEXIST ? 0 : -1;
+    close(fd);
+    return 1;
+}
+
+void ac_seq_unreserve(int dirfd, uint64_t seq)
+{
+    char name[48];
+    reservation_name(name, sizeof name, seq);
+    unlinkat(dirfd, name, 0);
+}

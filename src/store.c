@@ -1,0 +1,149 @@
+/* store.c - backend-independent message logic; see include/agentchat/store.h. */
+#include "agentchat/store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentchat/utf8.h"
+
+void ac_store_close(struct ac_store *st)
+{
+    if (st)
+        st->ops->destroy(st);
+}
+
+void ac_file_free(struct ac_file *f)
+{
+    free(f->data);
+    memset(f, 0, sizeof *f);
+}
+
+void ac_names_free(char **names, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+void ac_inbox_free(struct ac_inbox *in)
+{
+    size_t i;
+    for (i = 0; i < in->n; i++) {
+        ac_fm_free(&in->v[i].fm);
+        free(in->v[i].text);
+        free(in->v[i].name);
+    }
+    for (i = 0; i < in->nskipped; i++)
+        free(in->skipped[i].name);
+    free(in->v);
+    free(in->skipped);
+    memset(in, 0, sizeof *in);
+}
+
+static int add_skip(struct ac_inbox *in, const char *name, int e)
+{
+    struct ac_skip *ns = realloc(in->skipped, (in->nskipped + 1) * sizeof *ns);
+    if (!ns)
+        return -1;
+    in->skipped = ns;
+    ns[in->nskipped].name = strdup(name);
+    ns[in->nskipped].sys_errno = e;
+    if (!ns[in->nskipped].name)
+        return -1;
+    in->nskipped++;
+    return 0;
+}
+
+/* Read and parse one listed file into in->v (if relevant). */
+static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *agent,
+                    int all, struct ac_inbox *in, struct ac_err *err)
+{
+    struct ac_file f = { NULL, 0, 0 };
+    struct ac_inmsg m;
+    struct ac_err rerr = AC_ERR_INIT;
+
+    if (ch->store->ops->msg_read(ch, e->name, &f, &rerr) == -1) {
+        /* A file that vanished since the listing is simply gone. */
+        if (rerr.sys_errno == ENOENT)
+            return 0;
+        if (add_skip(in, e->name, rerr.sys_errno) == -1)
+            return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
+        return 0;
+    }
+    memset(&m, 0, sizeof m);
+    m.seq = e->seq;
+    m.mtime_sec = f.mtime_sec;
+    m.incomplete = f.len == 0 || f.data[f.len - 1] != '\n';
+    m.text = ac_text_from_file(f.data, f.len, &m.text_len);
+    ac_file_free(&f);
+    if (!m.text || ac_fm_parse(m.text, m.text_len, &m.fm) == -1) {
+        free(m.text);
+        return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
+    }
+    if (!all && !ac_fm_is_relevant(&m.fm, agent, strlen(agent))) {
+        ac_fm_free(&m.fm);
+        free(m.text);
+        return 0;
+    }
+    m.name = strdup(e->name);
+    if (!m.name) {
+        ac_fm_free(&m.fm);
+        free(m.text);
+        return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
+    }
+    {
+        struct ac_inmsg *nv = realloc(in->v, (in->n + 1) * sizeof *nv);
+        if (!nv) {
+            ac_fm_free(&m.fm);
+            free(m.text);
+            free(m.name);
+            return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
+        }
+        in->v = nv;
+        in->v[in->n++] = m;
+    }
+    return 0;
+}
+
+static int load_range(struct ac_chan *ch, const struct ac_listing *l, size_t from,
+                      const char *agent, int all, struct ac_inbox *in, struct ac_err *err)
+{
+    size_t i;
+    in->max_seq = l->max_seq;
+    in->count = l->count;
+    for (i = from; i < l->n; i++) {
+        if (load_one(ch, &l->v[i], agent, all, in, err) == -1) {
+            ac_inbox_free(in);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int flags,
+                   struct ac_inbox *out, struct ac_err *err)
+{
+    struct ac_listing l;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (ch->store->ops->msg_list(ch, after, !(flags & AC_INBOX_NO_STAMP), &l, err) == -1)
+        return -1;
+    rc = load_range(ch, &l, 0, agent, (flags & AC_INBOX_ALL) != 0, out, err);
+    ac_listing_free(&l);
+    return rc;
+}
+
+int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_err *err)
+{
+    struct ac_listing l;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (ch->store->ops->msg_list(ch, -1, 0, &l, err) == -1)
+        return -1;
+    rc = load_range(ch, &l, l.n > n ? l.n - n : 0, NULL, 1, out, err);
+    ac_listing_free(&l);
+    return rc;
+}

@@ -1,0 +1,589 @@
+/*
+ * store_fs.c - the file system backend of the store interface.
+ *
+ * The folder is the whole state (SPEC.md 3). Every path below the root is
+ * reached through openat() with O_NOFOLLOW from the root descriptor, so a
+ * symlink planted in the root or in a channel never leads outside.
+ */
+#define _GNU_SOURCE   /* ppoll */
+#include "agentchat/store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agentchat/channel.h"
+#include "agentchat/clock.h"
+#include "agentchat/cursor.h"
+#include "agentchat/fault.h"
+#include "agentchat/fsutil.h"
+#include "agentchat/scan.h"
+#include "agentchat/seq.h"
+#include "agentchat/slug.h"
+
+/* Two of our own directory changes observed within this window with
+ * distinct mtimes prove fine-grained timestamps (see scan.h). */
+#define STAMP_WINDOW_NS 100000
+
+struct fs_store {
+    struct ac_store base;
+    int rootfd;               /* -1 until opened; the root may not exist */
+};
+
+struct fs_chan {
+    struct ac_chan base;
+    int fd;
+};
+
+struct fs_watch {
+    int ifd;
+};
+
+static const struct ac_store_ops fs_ops;
+
+static struct fs_chan *fs_chan(struct ac_chan *ch)
+{
+    return (struct fs_chan *)ch;
+}
+
+/* Open the root directory if it exists. Returns the fd, or -1 with errno. */
+static int root_fd(struct fs_store *st)
+{
+    if (st->rootfd == -1)
+        st->rootfd = ac_open_dir_path(st->base.root);
+    return st->rootfd;
+}
+
+static void fs_destroy(struct ac_store *base)
+{
+    struct fs_store *st = (struct fs_store *)base;
+    if (st->rootfd != -1)
+        close(st->rootfd);
+    free(st->base.root);
+    free(st);
+}
+
+struct ac_store *ac_store_open_fs(const char *root, struct ac_err *err)
+{
+    struct fs_store *st = calloc(1, sizeof *st);
+    if (!st || !(st->base.root = strdup(root))) {
+        free(st);
+        ac_err_sys(err, ENOMEM, NULL, "could not open store");
+        return NULL;
+    }
+    st->base.ops = &fs_ops;
+    st->rootfd = -1;
+    return &st->base;
+}
+
+/* ---- channels ---- */
+
+struct names {
+    int rootfd;
+    char **v;
+    size_t n, cap;
+    int oom;
+};
+
+static int names_cb(void *ctx, const char *name, unsigned char type)
+{
+    struct names *c = ctx;
+    int fd;
+    if (name[0] == '.' || type != DT_DIR)
+        return 0;
+    fd = ac_open_dir_at(c->rootfd, name);
+    if (fd == -1)
+        return 0;
+    if (!ac_is_regular_at(fd, AC_META_FILE)) {
+        close(fd);
+        return 0;
+    }
+    close(fd);
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 16;
+        char **nv = realloc(c->v, ncap * sizeof *nv);
+        if (!nv) {
+            c->oom = 1;
+            return 1;
+        }
+        c->v = nv;
+        c->cap = ncap;
+    }
+    if (!(c->v[c->n] = strdup(name))) {
+        c->oom = 1;
+        return 1;
+    }
+    c->n++;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int fs_chan_names(struct ac_store *base, char ***out, size_t *n, struct ac_err *err)
+{
+    struct fs_store *st = (struct fs_store *)base;
+    struct names c;
+    memset(&c, 0, sizeof c);
+    *out = NULL;
+    *n = 0;
+    c.rootfd = root_fd(st);
+    if (c.rootfd == -1) {
+        if (errno == ENOENT)
+            return 0;       /* a root that does not exist has no channels */
+        return ac_err_sys(err, errno, NULL, "could not open root %s", base->root);
+    }
+    if (ac_dir_walk(c.rootfd, names_cb, &c) == -1 || c.oom) {
+        int e = c.oom ? ENOMEM : errno;
+        ac_names_free(c.v, c.n);
+        return ac_err_sys(err, e, NULL, "could not list channels under %s", base->root);
+    }
+    qsort(c.v, c.n, sizeof *c.v, cmp_str);
+    *out = c.v;
+    *n = c.n;
+    return 0;
+}
+
+static int not_found(struct ac_store *base, const char *name, struct ac_err *err)
+{
+    char shown[300];
+    ac_err_quote(shown, sizeof shown, name, 200);
+    return ac_err_set(err, AC_EXIT_GENERAL, "CHANNEL_NOT_FOUND",
+                      "channel '%s' not found under %s (run: init %s)", shown, base->root, shown);
+}
+
+static int fs_chan_open(struct ac_store *base, const char *name, struct ac_chan **out,
+                        struct ac_err *err)
+{
+    struct fs_store *st = (struct fs_store *)base;
+    struct fs_chan *ch;
+    int rfd, fd;
+
+    if (ac_channel_name_check(name, err) == -1)
+        return -1;
+    rfd = root_fd(st);
+    if (rfd == -1) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return not_found(base, name, err);
+        return ac_err_sys(err, errno, NULL, "could not open root %s", base->root);
+    }
+    fd = ac_open_dir_at(rfd, name);
+    if (fd == -1) {
+        if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
+            return not_found(base, name, err);
+        return ac_err_sys(err, errno, NULL, "could not open channel %s", name);
+    }
+    if (!ac_is_regular_at(fd, AC_META_FILE)) {
+        close(fd);
+        return not_found(base, name, err);
+    }
+    ch = calloc(1, sizeof *ch);
+    if (!ch || !(ch->base.name = strdup(name))) {
+        free(ch);
+        close(fd);
+        return ac_err_sys(err, ENOMEM, NULL, "could not open channel");
+    }
+    ch->base.store = base;
+    ch->fd = fd;
+    *out = &ch->base;
+    return 0;
+}
+
+static void fs_chan_close(struct ac_chan *base)
+{
+    struct fs_chan *ch = fs_chan(base);
+    if (!ch)
+        return;
+    close(ch->fd);
+    free(ch->base.name);
+    free(ch);
+}
+
+static int exists_error(const char *name, struct ac_err *err)
+{
+    char shown[300];
+    ac_err_quote(shown, sizeof shown, name, 200);
+    return ac_err_set(err, AC_EXIT_GENERAL, "CHANNEL_EXISTS", "channel '%s' already exists", shown);
+}
+
+static int fs_chan_create(struct ac_store *base, const char *name, const char *meta,
+                          size_t meta_len, struct ac_err *err)
+{
+    struct fs_store *st = (struct fs_store *)base;
+    int rfd, fd, made_dir = 0;
+
+    if (ac_channel_name_check(name, err) == -1)
+        return -1;
+    if (ac_mkdirs(base->root, 0755) == -1)
+        return ac_err_sys(err, errno, NULL, "could not create root %s", base->root);
+    rfd = root_fd(st);
+    if (rfd == -1)
+        return ac_err_sys(err, errno, NULL, "could not open root %s", base->root);
+    if (AC_FAULT("init.mkdir") == -1)
+        return ac_err_sys(err, errno, NULL, "could not create channel %s", name);
+    if (mkdirat(rfd, name, 0755) == 0)
+        made_dir = 1;
+    else if (errno != EEXIST)
+        return ac_err_sys(err, errno, NULL, "could not create channel %s", name);
+    fd = ac_open_dir_at(rfd, name);
+    if (fd == -1)
+        return ac_err_sys(err, errno, NULL, "could not create channel %s", name);
+    if (ac_is_regular_at(fd, AC_META_FILE) ||
+        faccessat(fd, AC_META_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        close(fd);
+        return exists_error(name, err);
+    }
+    if (ac_write_atomic(fd, AC_META_FILE, meta, meta_len, 0644,
+                        AC_ATOMIC_NOREPLACE, "init.meta") == -1) {
+        int e = errno;
+        close(fd);
+        if (made_dir && e != EEXIST)
+            unlinkat(rfd, name, AT_REMOVEDIR);   /* leave nothing behind */
+        if (e == EEXIST)
+            return exists_error(name, err);
+        return ac_err_sys(err, e, NULL, "could not create channel %s", name);
+    }
+    close(fd);
+    if (made_dir && ac_fsync_dir(rfd) == -1)
+        return ac_err_sys(err, errno, NULL, "could not create channel %s", name);
+    return 0;
+}
+
+static int read_at(int dirfd, const char *name, size_t cap, struct ac_file *out,
+                   struct ac_err *err)
+{
+    struct stat st;
+    int fd;
+    memset(out, 0, sizeof *out);
+    do
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    while (fd == -1 && errno == EINTR);
+    if (fd == -1)
+        return ac_err_sys(err, errno, NULL, "could not read %s", name);
+    if (fstat(fd, &st) == 0)
+        out->mtime_sec = st.st_mtim.tv_sec;
+    if (ac_read_fd(fd, cap, &out->data, &out->len) == -1) {
+        int e = errno;
+        close(fd);
+        return ac_err_sys(err, e, NULL, "could not read %s", name);
+    }
+    close(fd);
+    return 0;
+}
+
+static int fs_meta_read(struct ac_chan *base, struct ac_file *out, struct ac_err *err)
+{
+    return read_at(fs_chan(base)->fd, AC_META_FILE, AC_META_CAP, out, err);
+}
+
+/* ---- messages ---- */
+
+static int fs_msg_list(struct ac_chan *base, int64_t after, int use_stamp,
+                       struct ac_listing *out, struct ac_err *err)
+{
+    return ac_scan_list(fs_chan(base)->fd, after, use_stamp, out, err);
+}
+
+static int fs_msg_read(struct ac_chan *base, const char *name, struct ac_file *out,
+                       struct ac_err *err)
+{
+    return read_at(fs_chan(base)->fd, name, AC_MESSAGE_CAP, out, err);
+}
+
+static int ts_differ(int64_t s1, int64_t n1, int64_t s2, int64_t n2)
+{
+    return s1 != s2 || n1 != n2;
+}
+
+/* Highest seq and message count on disk, from the stamp when the lock
+ * evidence allows, else from a listing. */
+static int disk_state(int fd, const struct ac_seqlock *lk, uint64_t *max_seq,
+                      uint64_t *count, struct ac_err *err)
+{
+    struct ac_stamp stamp;
+    struct ac_listing l;
+    if (lk->pre_sec >= 0 && lk->window_ns < STAMP_WINDOW_NS &&
+        ac_stamp_valid(fd, lk->pre_sec, lk->pre_nsec, &stamp)) {
+        *max_seq = stamp.max_seq;
+        *count = stamp.count;
+        return 0;
+    }
+    if (ac_scan_list(fd, INT64_MAX, 0, &l, err) == -1)
+        return -1;
+    *max_seq = l.max_seq;
+    *count = l.count;
+    ac_listing_free(&l);
+    return 0;
+}
+
+static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
+                       struct ac_post_result *out, struct ac_err *err)
+{
+    int fd = fs_chan(base)->fd;
+    struct ac_seqlock lk;
+    struct ac_msg_fields f;
+    char ts[AC_ISO_MAX], from_slug[AC_SLUG_MAX + 1], title_slug[AC_SLUG_MAX + 1];
+    uint64_t disk_max, count, seq, high;
+    int64_t cs, cns, ds, dns, t0;
+    int rc;
+
+    if (ac_seqlock_acquire(fd, &lk, err) == -1)
+        return -1;
+    if (disk_state(fd, &lk, &disk_max, &count, err) == -1)
+        goto fail;
+    high = ac_seq_high_read(fd);
+    seq = (disk_max > high ? disk_max : high) + 1;
+
+    ac_slugify(req->from, strlen(req->from), from_slug);
+    ac_slugify(req->title, strlen(req->title), title_slug);
+    ac_clock_iso_now(ts, 0);
+    memset(&f, 0, sizeof f);
+    f.from = req->from;
+    f.to = req->to;
+    f.has_reply = req->has_reply;
+    f.reply_to = req->reply_to;
+    f.channel = base->name;
+    f.ts = ts;
+    f.status = req->status;
+    f.title = req->title;
+    f.body = req->body;
+    f.body_len = req->body_len;
+
+    for (;;) {
+        char *text;
+        size_t len;
+
+        rc = ac_seq_reserve(fd, seq);
+        if (rc == -1) {
+            ac_err_sys(err, errno, NULL, "could not allocate a seq");
+            goto fail;
+        }
+        if (rc == 0) {          /* a second lock holder has it */
+            seq++;
+            continue;
+        }
+        high = ac_seq_high_read(fd);
+        if (high >= seq) {
+            ac_seq_unreserve(fd, seq);
+            seq = high + 1;
+            continue;
+        }
+        if (ac_seq_high_write(fd, seq) == -1) {
+            ac_err_sys(err, errno, NULL, "could not record the seq high-water mark");
+            ac_seq_unreserve(fd, seq);
+            goto fail;
+        }
+        f.seq = seq;
+        text = ac_msg_compose(&f, &len);
+        if (!text) {
+            ac_err_sys(err, ENOMEM, NULL, "could not compose the message");
+            ac_seq_unreserve(fd, seq);
+            goto fail;
+        }
+        snprintf(out->name, sizeof out->name, "%04" PRIu64 "-%s-%s.md", seq, from_slug, title_slug);
+        rc = ac_write_atomic(fd, out->name, text, len, 0644,
+                             AC_ATOMIC_NOREPLACE | AC_ATOMIC_NO_DIRSYNC, "post.message");
+        free(text);
+        if (rc == 0)
+            break;
+        ac_seq_unreserve(fd, seq);
+        if (errno != EEXIST) {
+            ac_err_sys(err, errno, NULL, "could not publish message %s", out->name);
+            goto fail;
+        }
+        seq++;                  /* never overwrite an existing message */
+    }
+    ac_seq_unreserve(fd, seq);
+    out->seq = seq;
+    if (AC_FAULT("post.dirsync") == -1 || ac_fsync_dir(fd) == -1) {
+        ac_err_sys(err, errno, NULL, "could not sync channel directory");
+        goto fail;
+    }
+    if (AC_FAULT("post.unlock") == -1) {
+        ac_err_sys(err, errno, NULL, "could not release the seq lock");
+        goto fail;
+    }
+
+    /* Release, then stamp the directory if the evidence allows (scan.h). */
+    if (ac_dir_mtime(fd, &cs, &cns) == -1)
+        cs = -1;
+    t0 = ac_clock_mono_ns();
+    ac_seqlock_release(&lk);
+    if (ac_dir_mtime(fd, &ds, &dns) == 0 && cs >= 0 &&
+        ac_clock_mono_ns() - t0 < STAMP_WINDOW_NS && lk.window_ns < STAMP_WINDOW_NS &&
+        lk.pre_sec >= 0 && ts_differ(lk.pre_sec, lk.pre_nsec, lk.post_sec, lk.post_nsec) &&
+        ts_differ(cs, cns, ds, dns)) {
+        struct ac_stamp stamp;
+        memset(&stamp, 0, sizeof stamp);
+        stamp.sec = ds;
+        stamp.nsec = dns;
+        stamp.max_seq = seq;
+        stamp.count = count + 1;
+        snprintf(stamp.last_name, sizeof stamp.last_name, "%s", out->name);
+        ac_stamp_write(fd, &stamp);
+    }
+    return 0;
+
+fail:
+    ac_seqlock_release(&lk);
+    return -1;
+}
+
+/* ---- cursors ---- */
+
+static int64_t fs_cursor_get(struct ac_chan *base, const char *agent)
+{
+    return ac_cursor_get(fs_chan(base)->fd, agent);
+}
+
+static int fs_cursor_set(struct ac_chan *base, const char *agent, int64_t value,
+                         struct ac_err *err)
+{
+    return ac_cursor_set(fs_chan(base)->fd, agent, value, err);
+}
+
+/* ---- change notification (inotify) ---- */
+
+static struct ac_watch *fs_watch_open(struct ac_chan *base)
+{
+    struct fs_watch *w;
+    char path[64];
+    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ifd == -1)
+        return NULL;
+    /* Watch the directory we hold open, not its path, which could have been
+     * replaced since. */
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fs_chan(base)->fd);
+    if (inotify_add_watch(ifd, path, IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE |
+                          IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) == -1) {
+        close(ifd);
+        return NULL;
+    }
+    w = malloc(sizeof *w);
+    if (!w) {
+        close(ifd);
+        return NULL;
+    }
+    w->ifd = ifd;
+    return (struct ac_watch *)w;
+}
+
+/* Drain the queue; 1 if any event could concern a message file. */
+static int drain(int ifd)
+{
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    int relevant = 0;
+    for (;;) {
+        ssize_t n = read(ifd, buf, sizeof buf);
+        char *p;
+        if (n <= 0)
+            return relevant;
+        for (p = buf; p < buf + n;) {
+            struct inotify_event *ev = (struct inotify_event *)p;
+            uint64_t seq;
+            if (ev->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
+                relevant = 1;
+            else if (ev->len && ac_scan_parse_name(ev->name, &seq))
+                relevant = 1;
+            p += sizeof *ev + ev->len;
+        }
+    }
+}
+
+static int fs_watch_wait(struct ac_watch *base, int64_t timeout_ns)
+{
+    struct fs_watch *w = (struct fs_watch *)base;
+    int64_t deadline = ac_clock_mono_ns() + (timeout_ns > 0 ? timeout_ns : 0);
+    for (;;) {
+        struct pollfd pfd = { w->ifd, POLLIN, 0 };
+        struct timespec ts;
+        int64_t left = deadline - ac_clock_mono_ns();
+        int rc;
+        if (ac_clock_interrupted()) {
+            errno = EINTR;
+            return -1;
+        }
+        if (left < 0)
+            left = 0;
+        ts.tv_sec = (time_t)(left / 1000000000);
+        ts.tv_nsec = (long)(left % 1000000000);
+        rc = ppoll(&pfd, 1, &ts, NULL);
+        if (rc == -1) {
+            if (errno == EINTR)
+                continue;       /* re-checks the interrupt flag */
+            return -1;
+        }
+        if (rc == 0)
+            return 0;
+        if (drain(w->ifd))
+            return 1;
+    }
+}
+
+static void fs_watch_close(struct ac_watch *base)
+{
+    struct fs_watch *w = (struct fs_watch *)base;
+    if (!w)
+        return;
+    close(w->ifd);
+    free(w);
+}
+
+/* ---- legacy marker claim ---- */
+
+static int fs_marker_claim(struct ac_chan *base, const char *marker, const char *agent,
+                           char *dest, size_t dest_size, struct ac_err *err)
+{
+    int fd = fs_chan(base)->fd;
+    struct ac_seqlock lk;
+    char slug[AC_SLUG_MAX + 1], shown[300];
+    size_t stem = strlen(marker) - 3;   /* drop ".md" */
+    int rc;
+
+    ac_slugify(agent, strlen(agent), slug);
+    if (stem + strlen(slug) + 13 > dest_size)
+        return ac_err_set(err, AC_EXIT_GENERAL, "CLAIM_INVALID_NAME", "task name too long");
+    snprintf(dest, dest_size, "%.*s.CLAIMED-%s.md", (int)stem, marker, slug);
+    if (ac_seqlock_acquire(fd, &lk, err) == -1)
+        return -1;
+    rc = ac_is_regular_at(fd, marker) ? ac_rename_noreplace(fd, marker, dest) : -1;
+    if (rc == 0 && ac_fsync_dir(fd) == -1)
+        rc = 0;   /* renamed; durability is best effort like every rename */
+    ac_seqlock_release(&lk);
+    if (rc == -1) {
+        ac_err_quote(shown, sizeof shown, marker, 200);
+        return ac_err_set(err, AC_EXIT_CLAIM_LOST, "CLAIM_LOST",
+                          "task '%s' already claimed or missing (lost the race)", shown);
+    }
+    return 0;
+}
+
+static const struct ac_store_ops fs_ops = {
+    "fs",
+    fs_destroy,
+    fs_chan_names,
+    fs_chan_open,
+    fs_chan_create,
+    fs_chan_close,
+    fs_meta_read,
+    fs_msg_post,
+    fs_msg_list,
+    fs_msg_read,
+    fs_cursor_get,
+    fs_cursor_set,
+    fs_watch_open,
+    fs_watch_wait,
+    fs_watch_close,
+    fs_marker_claim,
+};

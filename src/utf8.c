@@ -1,0 +1,120 @@
+/* utf8.c - strict UTF-8 decoding; see include/agentchat/utf8.h. */
+#include "agentchat/utf8.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t ac_utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    uint32_t v;
+    size_t n, i;
+
+    *cp = c;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        v = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        v = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        v = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len < n)
+        return 0;
+    for (i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    /* Overlong, surrogate and out-of-range forms are invalid. */
+    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
+        (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+int ac_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n;
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        n = ac_utf8_decode(p + i, len - i, &cp);
+        if (n == 0)
+            return 0;
+        i += n;
+    }
+    return 1;
+}
+
+size_t ac_utf8_encode(uint32_t cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+char *ac_text_from_file(const char *s, size_t len, size_t *outlen)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    /* Worst case every byte becomes U+FFFD (3 bytes). */
+    char *out = malloc(len * 3 + 1);
+    size_t i = 0, o = 0;
+
+    if (!out)
+        return NULL;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c == '\r') {
+            out[o++] = '\n';
+            i += (i + 1 < len && p[i + 1] == '\n') ? 2 : 1;
+        } else if (c < 0x80) {
+            out[o++] = (char)c;
+            i++;
+        } else {
+            uint32_t cp;
+            size_t n = ac_utf8_decode(p + i, len - i, &cp);
+            if (n == 0) {
+                memcpy(out + o, "\xEF\xBF\xBD", 3);
+                o += 3;
+                i++;
+            } else {
+                memcpy(out + o, p + i, n);
+                o += n;
+                i += n;
+            }
+        }
+    }
+    out[o] = '\0';
+    *outlen = o;
+    return out;
+}

@@ -1,0 +1,92 @@
+/* wait.c - the wait loop; see include/agentchat/wait.h. */
+#include "agentchat/wait.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "agentchat/clock.h"
+
+#define INCOMPLETE_GRACE_SEC 2
+#define INCOMPLETE_RECHECK_NS (20 * 1000000LL)
+#define MIN_INTERVAL_NS (10 * 1000000LL)
+
+static int has_fresh_incomplete(const struct ac_inbox *in)
+{
+    time_t now = time(NULL);
+    size_t i;
+    for (i = 0; i < in->n; i++)
+        if (in->v[i].incomplete && now - in->v[i].mtime_sec < INCOMPLETE_GRACE_SEC)
+            return 1;
+    return 0;
+}
+
+static int interrupted(struct ac_err *err)
+{
+    return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
+}
+
+int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
+                  double timeout_s, double interval_s, struct ac_inbox *out,
+                  struct ac_err *err)
+{
+    const struct ac_store_ops *ops = ch->store->ops;
+    struct ac_watch *w;
+    int64_t start = ac_clock_mono_ns(), deadline = INT64_MAX, interval_ns;
+    int rc = -1;
+
+    if (isnan(timeout_s) || timeout_s < 0)
+        timeout_s = 0;
+    if (!isinf(timeout_s) && timeout_s < 9.0e9)
+        deadline = start + (int64_t)(timeout_s * 1e9);
+    interval_ns = (isnan(interval_s) || interval_s * 1e9 < (double)MIN_INTERVAL_NS)
+                  ? MIN_INTERVAL_NS
+                  : interval_s > 86400.0 ? 86400LL * 1000000000 : (int64_t)(interval_s * 1e9);
+
+    /* Open the watch before the first scan, so nothing published between
+     * the scan and the wait can be missed. */
+    w = ops->watch_open(ch);
+    for (;;) {
+        int64_t now, nap;
+        int pending;
+
+        if (ac_clock_interrupted()) {
+            rc = interrupted(err);
+            break;
+        }
+        if (ac_inbox_fetch(ch, agent, after, 0, out, err) == -1)
+            break;
+        now = ac_clock_mono_ns();
+        pending = out->n > 0 && has_fresh_incomplete(out);
+        if (out->n > 0 && (!pending || now >= deadline)) {
+            rc = 0;
+            break;
+        }
+        ac_inbox_free(out);
+        if (now >= deadline) {
+            rc = 1;
+            break;
+        }
+        nap = pending ? INCOMPLETE_RECHECK_NS : interval_ns;
+        if (deadline - now < nap)
+            nap = deadline - now;
+        if (w) {
+            if (ops->watch_wait(w, nap) == -1) {
+                if (errno == EINTR) {
+                    rc = interrupted(err);
+                    break;
+                }
+                /* Notification broke down: fall back to polling. */
+                ops->watch_close(w);
+                w = NULL;
+            }
+        } else if (ac_clock_sleep_ns(nap) == -1) {
+            rc = interrupted(err);
+            break;
+        }
+    }
+    if (w)
+        ops->watch_close(w);
+    return rc;
+}
