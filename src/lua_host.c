@@ -88,7 +88,7 @@ static int load_embedded(lua_State *L)
 {
     const struct ac_embedded_module *m =
         &ac_embedded_modules[lua_tointeger(L, lua_upvalueindex(1))];
-    if (luaL_loadbufferx(L, (const char *)m->data, m->len, m->chunkname, "t") != LUA_OK)
+    if (luaL_loadbufferx(L, (const char *)m->data, m->len, m->chunkname, "bt") != LUA_OK)
         return lua_error(L);
     lua_pushstring(L, m->name);
     lua_pushliteral(L, ":embedded:");

@@ -37,6 +37,24 @@
 -- Python prints. Misuse of the definition API (bad option names, unknown
 -- actions, conflicting option strings) raises a Lua error instead.
 --
+-- API (Python name in brackets):
+--   argparse.parser(opts) -> parser               [ArgumentParser()]
+--   parser:option(spec) / :positional(spec) /
+--     :argument(spec) -> action                   [add_argument()]
+--   parser:subparsers(spec) -> sub                [add_subparsers()]
+--   sub:parser(name, opts) -> parser              [add_parser()]
+--   parser:set_defaults(tbl)                      [set_defaults()]
+--   parser:parse(argv) -> args | nil, err         [parse_args()]
+--   parser:parse_known(argv) -> args, extras | nil, err
+--                                                 [parse_known_args()]
+--   parser:make_error(msg) -> err                 [error(), as a value]
+--   parser:format_usage(), parser:format_help()   (Python's text)
+--   argparse.format_error(err) -> text            (what Python prints)
+--   parser.name (= parser.prog), parser.tag (free for the caller),
+--   parser.parent (the parser whose subcommand this is, or nil)
+-- Help and usage are wrapped for a terminal of `columns` (parser field),
+-- else $COLUMNS, else argparse.columns, else 80 columns, like Python.
+--
 -- Not reproduced: mutually exclusive groups, argument groups other than
 -- the subparsers title group, prefix_chars other than "-",
 -- fromfile_prefix_chars, the version action, parse_intermixed_args,

@@ -178,7 +178,9 @@ local OK = {
         channel = "c", command = "post", ["from"] = "a", status = "discussion",
         title = "x=y", to = ""
       } },
-    { { "post", "c", "--fr", "a", "--ti", "t", "--st=done", "--body-f", "b.md" },
+    { {
+        "post", "c", "--fr", "a", "--ti", "t", "--st=done", "--body-f", "b.md"
+      },
       {
         body_file = "b.md", channel = "c", command = "post", ["from"] = "a",
         status = "done", title = "t", to = "all"
@@ -272,7 +274,9 @@ local OK = {
         ["as"] = "a", channel = "c", command = "wait", interval = 5.0,
         timeout = 10.0
       } },
-    { { "wait", "c", "--as", "a", "--timeout", "inf", "--interval=-Infinity" },
+    { {
+        "wait", "c", "--as", "a", "--timeout", "inf", "--interval=-Infinity"
+      },
       {
         ["as"] = "a", channel = "c", command = "wait", interval = -math.huge,
         timeout = math.huge
@@ -324,7 +328,10 @@ local OK = {
         ["as"] = "x", channel = "c", command = "lock", lease_seconds = 300.0,
         paths = { "a", "--", "-b" }
       } },
-    { { "recover-pending", "c", "--as", "x", "--resolve-publication", "rollback" },
+    { {
+        "recover-pending", "c", "--as", "x", "--resolve-publication",
+        "rollback"
+      },
       {
         ["as"] = "x", channel = "c", command = "recover-pending",
         resolve_publication = "rollback"
@@ -334,14 +341,20 @@ local OK = {
         ["as"] = "x", channel = "c", command = "recover-pending",
         resolve_publication = "published"
       } },
-    { { "event", "post", "c", "--from", "a", "--type", "status", "--primitives", "a,b", "--primitives", "c" },
+    { {
+        "event", "post", "c", "--from", "a", "--type", "status",
+        "--primitives", "a,b", "--primitives", "c"
+      },
       {
         channel = "c", command = "event", event_command = "post",
         event_type = "status", ["from"] = "a", primitives = { "a,b", "c" }
       } },
     { { "event", "read", "c" },
       { channel = "c", command = "event", event_command = "read" } },
-    { { "task", "create", "cli", "t1", "--created-by", "a", "--title", "", "--depends-on", "a,b", "--depends-on", "c" },
+    { {
+        "task", "create", "cli", "t1", "--created-by", "a", "--title", "",
+        "--depends-on", "a,b", "--depends-on", "c"
+      },
       {
         channel = "cli", command = "task", created_by = "a",
         depends_on = { "a,b", "c" }, task_command = "create", task_id = "t1",
@@ -352,12 +365,17 @@ local OK = {
         ["as"] = "a", channel = "cli", command = "task", lease_seconds = 12.5,
         task_command = "claim", task_id = "t1"
       } },
-    { { "task", "update", "cli", "t1", "--as", "a", "--clear-owner", "--status", "done" },
+    { {
+        "task", "update", "cli", "t1", "--as", "a", "--clear-owner",
+        "--status", "done"
+      },
       {
         ["as"] = "a", channel = "cli", clear_owner = true, command = "task",
         status = "done", task_command = "update", task_id = "t1"
       } },
-    { { "task", "update", "cli", "t1", "--from", "a", "--clear", "--ti", "x" },
+    { {
+        "task", "update", "cli", "t1", "--from", "a", "--clear", "--ti", "x"
+      },
       {
         ["as"] = "a", channel = "cli", clear_owner = true, command = "task",
         task_command = "update", task_id = "t1", title = "x"
