@@ -86,7 +86,7 @@ int ac_mkdirs(const char *path, mode_t mode)
     return 0;
 }
 
-int ac_read_fd(int fd, size_t cap, char **out, size_t *len)
+int ac_read_fd(int fd, size_t cap, char **out, size_t *len, struct stat *stp)
 {
     struct stat st;
     char *buf = NULL;
@@ -94,6 +94,8 @@ int ac_read_fd(int fd, size_t cap, char **out, size_t *len)
 
     if (fstat(fd, &st) == -1)
         return -1;
+    if (stp)
+        *stp = st;
     if (S_ISDIR(st.st_mode)) {
         errno = EISDIR;
         return -1;
@@ -139,6 +141,10 @@ int ac_read_fd(int fd, size_t cap, char **out, size_t *len)
         if (n == 0)
             break;
         used += (size_t)n;
+        /* A short read of a regular file means end of file: saves the
+         * extra read() that would return 0 (one per message on a scan). */
+        if (used < size)
+            break;
     }
     if (used > cap) {
         free(buf);
@@ -158,7 +164,7 @@ int ac_read_file_at(int dirfd, const char *name, size_t cap,
     int rc, saved;
     if (fd == -1)
         return -1;
-    rc = ac_read_fd(fd, cap, out, len);
+    rc = ac_read_fd(fd, cap, out, len, NULL);
     saved = errno;
     close(fd);
     errno = saved;

@@ -13,6 +13,7 @@
  *   sys.sleep(seconds)              -- true | nil, "interrupted", "INTERRUPTED"
  *   sys.utf8_valid(s)               -- strict UTF-8 check (Python's codec)
  *   sys.slugify(s)                  -- SPEC.md 3.3 slug
+ *   sys.rstrip(s), sys.strip(s)     -- Python str.rstrip()/strip() (Unicode)
  *   sys.float_repr(x)               -- Python repr(float)
  *   sys.interrupted()               -- signal number that asked us to stop, or nil
  *   sys.getpid()
@@ -33,6 +34,7 @@
 #include "agentchat/fsutil.h"
 #include "agentchat/json.h"
 #include "agentchat/lua_host.h"
+#include "agentchat/pystr.h"
 #include "agentchat/slug.h"
 #include "agentchat/utf8.h"
 
@@ -99,7 +101,7 @@ static int l_read_file(lua_State *L)
         close(fd);
         return rc;
     }
-    rc = ac_read_fd(fd, (size_t)cap, &buf, &len);
+    rc = ac_read_fd(fd, (size_t)cap, &buf, &len, NULL);
     e = errno;
     close(fd);
     if (rc == -1)
@@ -142,6 +144,25 @@ static int l_utf8_valid(lua_State *L)
     size_t len;
     const char *s = luaL_checklstring(L, 1, &len);
     lua_pushboolean(L, ac_utf8_valid(s, len));
+    return 1;
+}
+
+/* Python str.rstrip()/str.strip() with Unicode whitespace, in C because
+ * read prints every message through it. */
+static int l_rstrip(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_pushlstring(L, s, ac_py_rstrip_len(s, len));
+    return 1;
+}
+
+static int l_strip(lua_State *L)
+{
+    size_t len, a, b;
+    const char *s = luaL_checklstring(L, 1, &len);
+    ac_py_strip(s, len, &a, &b);
+    lua_pushlstring(L, s + a, b - a);
     return 1;
 }
 
@@ -201,6 +222,8 @@ static const luaL_Reg funcs[] = {
     { "sleep", l_sleep },
     { "utf8_valid", l_utf8_valid },
     { "slugify", l_slugify },
+    { "rstrip", l_rstrip },
+    { "strip", l_strip },
     { "float_repr", l_float_repr },
     { "interrupted", l_interrupted },
     { "getpid", l_getpid },

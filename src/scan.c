@@ -191,7 +191,8 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
         ac_listing_free(out);
         return ac_err_sys(err, e, NULL, "could not list messages");
     }
-    qsort(out->v, out->n, sizeof *out->v, cmp_entry);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, cmp_entry);
 
     /* Refresh the stamp when provably safe (see scan.h). */
     if (have_mtime && ts_before(s1, n1, cs, cns) &&

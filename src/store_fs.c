@@ -149,7 +149,8 @@ static int fs_chan_names(struct ac_store *base, char ***out, size_t *n, struct a
         ac_names_free(c.v, c.n);
         return ac_err_sys(err, e, NULL, "could not list channels under %s", base->root);
     }
-    qsort(c.v, c.n, sizeof *c.v, cmp_str);
+    if (c.n > 1)
+        qsort(c.v, c.n, sizeof *c.v, cmp_str);
     *out = c.v;
     *n = c.n;
     return 0;
@@ -271,13 +272,12 @@ static int read_at(int dirfd, const char *name, size_t cap, struct ac_file *out,
     while (fd == -1 && errno == EINTR);
     if (fd == -1)
         return ac_err_sys(err, errno, NULL, "could not read %s", name);
-    if (fstat(fd, &st) == 0)
-        out->mtime_sec = st.st_mtim.tv_sec;
-    if (ac_read_fd(fd, cap, &out->data, &out->len) == -1) {
+    if (ac_read_fd(fd, cap, &out->data, &out->len, &st) == -1) {
         int e = errno;
         close(fd);
         return ac_err_sys(err, e, NULL, "could not read %s", name);
     }
+    out->mtime_sec = st.st_mtim.tv_sec;
     close(fd);
     return 0;
 }

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "agentchat/err.h"
@@ -54,8 +55,9 @@ int ac_mkdirs(const char *path, mode_t mode);
 int ac_read_file_at(int dirfd, const char *name, size_t cap,
                     char **out, size_t *len);
 
-/* Same as ac_read_file_at on an already open descriptor. */
-int ac_read_fd(int fd, size_t cap, char **out, size_t *len);
+/* Same as ac_read_file_at on an already open descriptor. When `st` is not
+ * NULL it receives the file's fstat (one call serves both). */
+int ac_read_fd(int fd, size_t cap, char **out, size_t *len, struct stat *st);
 
 /* write() until done, retrying EINTR and short writes. */
 int ac_write_all(int fd, const void *buf, size_t len);

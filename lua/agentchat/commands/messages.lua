@@ -38,7 +38,7 @@ end
 local function split_list(s)
   local out = {}
   for item in (s .. ","):gmatch("([^,]*),") do
-    local v = py.strip(item)
+    local v = sys.strip(item)
     if v ~= "" then
       out[#out + 1] = v
     end
@@ -69,7 +69,7 @@ end
 local function show_messages(ctx, messages)
   local parts = {}
   for _, m in ipairs(messages) do
-    parts[#parts + 1] = RULE .. "\n" .. py.rstrip(m.text) .. "\n\n"
+    parts[#parts + 1] = RULE .. "\n" .. sys.rstrip(m.text) .. "\n\n"
   end
   ctx.out(table.concat(parts))
 end
@@ -180,7 +180,7 @@ local function read_body(args, ctx)
   if not data then
     return nil, ctx.fail("could not read stdin: " .. msg, "IO_ERROR")
   end
-  if py.strip(data) == "" then
+  if sys.strip(data) == "" then
     return nil, ctx.fail("empty body (pass --body, --body-file, or pipe via stdin)", "BODY_EMPTY")
   end
   if not sys.utf8_valid(data) then

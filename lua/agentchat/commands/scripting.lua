@@ -62,7 +62,7 @@ function M.register(sub)
       .. "arguments after it are passed through untouched." })
   p:positional{ "script", help = "Lua file ('-' reads stdin)" }
   p:positional{ "args", nargs = "...", help = "arguments for the script" }
-  p:set_defaults{ handler = function(args, ctx)
+  p:set_defaults{ handler = function(_, ctx)
     return ctx.fail("run must be the command word", "USAGE", 2)
   end }
 end

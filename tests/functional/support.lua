@@ -1,0 +1,308 @@
+-- tests/functional/support.lua: shared code for the functional specs (the
+-- specs spawn ./agent-chat and look at stdout, stderr, the exit code and the
+-- files left on disk). Not a spec itself: prove only runs *_spec.lua.
+--
+--   local H = require "spec_helper"
+--   package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
+--   local F = require "support"
+--
+--   F.bin                   absolute path of the binary under test
+--   F.home                  a temporary $HOME used by every F.run
+--   F.run(argv, opts)       like H.run, with a clean environment: LC_ALL=C,
+--                           HOME=F.home, AGENT_CHAT_TEST_FSYNC=0 and no
+--                           AGENT_CHAT_ROOT unless opts.root is given.
+--                           opts.env (false unsets), opts.stdin, opts.cwd
+--                           -> {code=, stdout=, stderr=}
+--   F.shell(script, env)    run a /bin/sh script (A = the binary) -> exit code
+--   F.snapshot(dir)         {relpath = "d" | "f:<bytes>" | "l:<target>"}
+--   F.diff(a, b)            list of human-readable differences ({} if none)
+--   F.crashed(stderr)       a reason string if stderr shows a crash, else nil
+--   F.error_line(stderr)    nil if stderr is one "agent-chat: ..." line,
+--                           else a reason string
+--   F.lines(s), F.show(s), F.new_root(), F.init(root, ch), F.post(...)
+local H = require "spec_helper"
+
+local F = {}
+
+local function abspath(p)
+  local f = io.popen("cd " .. H.sh(p:match("^(.*)/[^/]*$") or ".") .. " && pwd")
+  local dir = f:read("l")
+  f:close()
+  return dir .. "/" .. p:match("[^/]*$")
+end
+
+F.bin = abspath(H.bin)
+F.sh = H.sh
+F.read = H.read
+F.write = H.write
+F.tmpdir = H.tmpdir
+F.home = H.tmpdir()
+F.RULE = string.rep("=", 70)
+
+--- Printable form of a string for assertion messages.
+function F.show(s)
+  if s == nil then
+    return "nil"
+  end
+  s = tostring(s)
+  if #s > 300 then
+    s = s:sub(1, 300) .. "...(" .. #s .. " bytes)"
+  end
+  return (s:gsub("[%z\1-\31\127-\255]", function(c)
+    if c == "\n" then
+      return "\\n"
+    end
+    return string.format("\\x%02x", c:byte())
+  end))
+end
+
+function F.lines(s)
+  local out = {}
+  for line in (s or ""):gmatch("([^\n]*)\n") do
+    out[#out + 1] = line
+  end
+  local tail = (s or ""):match("([^\n]*)$")
+  if tail and tail ~= "" then
+    out[#out + 1] = tail
+  end
+  return out
+end
+
+--- Environment words for env(1): unsets first (GNU env treats the first
+--- NAME=VALUE as the end of its options), then assignments, sorted.
+local function env_words(vars)
+  local unset, set = {}, {}
+  for k, v in pairs(vars) do
+    if v == false then
+      unset[#unset + 1] = "-u " .. k
+    else
+      set[#set + 1] = k .. "=" .. H.sh(v)
+    end
+  end
+  table.sort(unset)
+  table.sort(set)
+  return table.concat(unset, " ") .. " " .. table.concat(set, " ")
+end
+
+local function base_env(opts)
+  local vars = {
+    LC_ALL = "C",
+    HOME = F.home,
+    AGENT_CHAT_TEST_FSYNC = "0",
+    AGENT_CHAT_ROOT = false,
+    AGENT_CHAT_DEBUG = false,
+    AGENT_CHAT_NAME = false,
+    AGENT_CHAT_CHANNELS = false,
+  }
+  if opts.root then
+    vars.AGENT_CHAT_ROOT = opts.root
+  end
+  for k, v in pairs(opts.env or {}) do
+    vars[k] = v
+  end
+  return vars
+end
+
+function F.run(argv, opts)
+  opts = opts or {}
+  local dir = H.tmpdir()
+  local words = {}
+  for _, w in ipairs(argv) do
+    words[#words + 1] = H.sh(w)
+  end
+  local stdin = "/dev/null"
+  if opts.stdin then
+    stdin = dir .. "/stdin"
+    H.write(stdin, opts.stdin)
+  end
+  local cmd = string.format("%s env %s %s %s <%s >%s 2>%s",
+    opts.cwd and ("cd " .. H.sh(opts.cwd) .. " &&") or "",
+    env_words(base_env(opts)), H.sh(F.bin), table.concat(words, " "),
+    H.sh(stdin), H.sh(dir .. "/out"), H.sh(dir .. "/err"))
+  local ok, how, code = os.execute(cmd)
+  if how == "signal" then
+    code = 128 + code
+  end
+  return { code = ok and 0 or code, stdout = H.read(dir .. "/out"), stderr = H.read(dir .. "/err"),
+           argv = argv }
+end
+
+--- Run a /bin/sh script. $A is the binary; `env` adds variables (the same
+--- clean environment as F.run). Returns the exit code.
+function F.shell(script, env)
+  local dir = H.tmpdir()
+  local vars = base_env({ env = env })
+  vars.A = F.bin
+  H.write(dir .. "/script.sh", script)
+  local ok, how, code = os.execute("env " .. env_words(vars) .. " /bin/sh " .. H.sh(dir .. "/script.sh"))
+  if how == "signal" then
+    return 128 + code
+  end
+  return ok and 0 or code
+end
+
+--- A reason string if stderr shows a crash (a traceback or an internal
+--- error), else nil.
+function F.crashed(stderr)
+  stderr = stderr or ""
+  for _, bad in ipairs({ "stack traceback", "Traceback", "INTERNAL_ERROR", "internal error",
+                         "attempt to ", "Segmentation", "core dumped" }) do
+    if stderr:find(bad, 1, true) then
+      return "stderr shows a crash (" .. bad .. "): " .. F.show(stderr)
+    end
+  end
+  return nil
+end
+
+--- nil if stderr is exactly one line starting "agent-chat: ", else why not.
+function F.error_line(stderr)
+  stderr = stderr or ""
+  if stderr:sub(1, 12) ~= "agent-chat: " then
+    return "stderr does not start with 'agent-chat: ': " .. F.show(stderr)
+  end
+  if stderr:sub(-1) ~= "\n" then
+    return "stderr does not end with a newline: " .. F.show(stderr)
+  end
+  if stderr:sub(1, -2):find("\n", 1, true) then
+    return "stderr has more than one line: " .. F.show(stderr)
+  end
+  return nil
+end
+
+--- Describe a result for assertion messages.
+function F.describe(r)
+  local argv = {}
+  for i, w in ipairs(r.argv or {}) do
+    argv[i] = F.show(w)
+  end
+  return string.format("agent-chat %s -> exit %s, stdout %s, stderr %s", table.concat(argv, " "),
+    tostring(r.code), F.show(r.stdout), F.show(r.stderr))
+end
+
+--- Snapshot of a tree: relative path -> "d", "f:<content>" or "l:<target>".
+--- A missing directory gives an empty snapshot.
+function F.snapshot(dir)
+  local snap = {}
+  local p = io.popen("find " .. H.sh(dir) .. " -mindepth 1 -printf '%y\\0%P\\0%l\\0' 2>/dev/null")
+  local data = p:read("a")
+  p:close()
+  local fields = {}
+  for field in data:gmatch("([^%z]*)%z") do
+    fields[#fields + 1] = field
+  end
+  for i = 1, #fields - 2, 3 do
+    local kind, rel, target = fields[i], fields[i + 1], fields[i + 2]
+    if kind == "f" then
+      snap[rel] = "f:" .. (H.read(dir .. "/" .. rel) or "<unreadable>")
+    elseif kind == "l" then
+      snap[rel] = "l:" .. target
+    else
+      snap[rel] = kind
+    end
+  end
+  return snap
+end
+
+--- Differences between two snapshots; `ignore(path)` may skip paths.
+function F.diff(a, b, ignore)
+  local out = {}
+  local keys, seen = {}, {}
+  for k in pairs(a) do
+    keys[#keys + 1] = k
+    seen[k] = true
+  end
+  for k in pairs(b) do
+    if not seen[k] then
+      keys[#keys + 1] = k
+    end
+  end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    if not (ignore and ignore(k)) then
+      if a[k] == nil then
+        out[#out + 1] = "added " .. F.show(k)
+      elseif b[k] == nil then
+        out[#out + 1] = "removed " .. F.show(k)
+      elseif a[k] ~= b[k] then
+        out[#out + 1] = "changed " .. F.show(k)
+      end
+    end
+  end
+  return out
+end
+
+--- A fresh root path inside a fresh parent directory (the root itself is
+--- not created). Returns root, parent.
+function F.new_root()
+  local parent = H.tmpdir()
+  return parent .. "/root", parent
+end
+
+--- Create channel `ch` under `root` (asserting success).
+function F.init(root, ch, ...)
+  local argv = { "--root", root, "init", ch, ... }
+  local r = F.run(argv)
+  assert(r.code == 0, F.describe(r))
+  return r
+end
+
+--- Post a message (asserting success); returns the seq.
+function F.post(root, ch, from, title, body, ...)
+  local r = F.run({ "--root", root, "post", ch, "--from", from, "--title", title, "--body", body, ... })
+  assert(r.code == 0, F.describe(r))
+  return tonumber(r.stdout:match("^posted #(%d+)"))
+end
+
+--- Message blocks of read/peek/wait output (text between the rule lines).
+function F.blocks(stdout)
+  local blocks = {}
+  local cur
+  for _, line in ipairs(F.lines(stdout)) do
+    if line == F.RULE then
+      cur = {}
+      blocks[#blocks + 1] = cur
+    elseif cur then
+      cur[#cur + 1] = line
+    end
+  end
+  return blocks
+end
+
+--- The seqs of the "seq: N" frontmatter lines in read/peek/wait output.
+function F.seqs(stdout)
+  local out = {}
+  for n in (stdout or ""):gmatch("\nseq: (%d+)\n") do
+    out[#out + 1] = tonumber(n)
+  end
+  return out
+end
+
+--- Seqs of the message files in a channel directory, from the names.
+function F.file_seqs(dir)
+  local out = {}
+  for _, name in ipairs(H.ls(dir)) do
+    local n = name:match("^(%d+)%-.*%.md$")
+    if n then
+      out[#out + 1] = tonumber(n)
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+--- Wall-clock seconds (float) via the binary's monotonic clock when
+--- available, else os.time().
+function F.now()
+  local ok, sys = pcall(require, "agentchat.sys")
+  if ok and sys.monotonic then
+    return sys.monotonic()
+  end
+  return os.time()
+end
+
+function F.sleep(s)
+  os.execute("sleep " .. tostring(s))
+end
+
+package.loaded["support"] = F
+return F
