@@ -292,20 +292,31 @@ int ac_rename_noreplace(int dirfd, const char *from, const char *to)
     return 0;
 }
 
-int ac_dir_mtime(int dirfd, int64_t *sec, int64_t *nsec)
+int ac_dir_state(int dirfd, struct ac_dirstate *out)
 {
     struct statx stx;
-    if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MTIME, &stx) == -1) {
+    /* Asking for the ctime too marks the inode as queried, so file systems
+     * with multigrain timestamps (Linux 6.13+) give the next change a
+     * fine-grained, distinct time. */
+    if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
+              STATX_MTIME | STATX_CTIME | STATX_SIZE, &stx) == -1) {
         struct stat st;
         if (fstat(dirfd, &st) == -1)
             return -1;
-        *sec = st.st_mtim.tv_sec;
-        *nsec = st.st_mtim.tv_nsec;
+        out->sec = st.st_mtim.tv_sec;
+        out->nsec = st.st_mtim.tv_nsec;
+        out->size = (uint64_t)st.st_size;
         return 0;
     }
-    *sec = stx.stx_mtime.tv_sec;
-    *nsec = stx.stx_mtime.tv_nsec;
+    out->sec = stx.stx_mtime.tv_sec;
+    out->nsec = stx.stx_mtime.tv_nsec;
+    out->size = stx.stx_size;
     return 0;
+}
+
+int ac_dirstate_eq(const struct ac_dirstate *a, const struct ac_dirstate *b)
+{
+    return a->sec == b->sec && a->nsec == b->nsec && a->size == b->size;
 }
 
 int ac_is_regular_at(int dirfd, const char *name)

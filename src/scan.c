@@ -97,26 +97,25 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-int ac_stamp_valid(int dirfd, int64_t sec, int64_t nsec, struct ac_stamp *out)
+int ac_stamp_valid(int dirfd, const struct ac_dirstate *key, struct ac_stamp *out)
 {
     char buf[400];
     ssize_t n = fgetxattr(dirfd, STAMP_XATTR, buf, sizeof buf - 1);
-    int64_t s, ns;
+    struct ac_dirstate k;
     uint64_t max, count;
     int used = 0;
 
     if (n <= 0)
         return 0;
     buf[n] = '\0';
-    if (sscanf(buf, "1 %" SCNd64 " %" SCNd64 " %" SCNu64 " %" SCNu64 " %n",
-               &s, &ns, &max, &count, &used) != 4 || used == 0)
+    if (sscanf(buf, "2 %" SCNd64 " %" SCNd64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %n",
+               &k.sec, &k.nsec, &k.size, &max, &count, &used) != 5 || used == 0)
         return 0;
-    if (s != sec || ns != nsec)
+    if (!ac_dirstate_eq(&k, key))
         return 0;
     if (out) {
         size_t rest = strlen(buf + used);
-        out->sec = s;
-        out->nsec = ns;
+        out->key = k;
         out->max_seq = max;
         out->count = count;
         if (rest && buf[used + rest - 1] == '\n')
@@ -134,8 +133,9 @@ int ac_stamp_valid(int dirfd, int64_t sec, int64_t nsec, struct ac_stamp *out)
 void ac_stamp_write(int dirfd, const struct ac_stamp *st)
 {
     char buf[400];
-    int n = snprintf(buf, sizeof buf, "1 %" PRId64 " %" PRId64 " %" PRIu64 " %" PRIu64 " %s\n",
-                     st->sec, st->nsec, st->max_seq, st->count, st->last_name);
+    int n = snprintf(buf, sizeof buf, "2 %" PRId64 " %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n",
+                     st->key.sec, st->key.nsec, st->key.size, st->max_seq, st->count,
+                     st->last_name);
     if (n > 0 && (size_t)n < sizeof buf)
         fsetxattr(dirfd, STAMP_XATTR, buf, (size_t)n, 0);
 }
@@ -164,13 +164,14 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
 {
     struct collect c;
     struct ac_stamp st;
-    int64_t cs, cns, s1, n1, s2, n2;
-    int have_mtime;
+    struct ac_dirstate d1, d2;
+    int64_t cs, cns;
+    int have_state;
 
     memset(out, 0, sizeof *out);
     coarse_now_ns(&cs, &cns);
-    have_mtime = ac_dir_mtime(dirfd, &s1, &n1) == 0;
-    if (use_stamp && have_mtime && ac_stamp_valid(dirfd, s1, n1, &st) &&
+    have_state = ac_dir_state(dirfd, &d1) == 0;
+    if (use_stamp && have_state && ac_stamp_valid(dirfd, &d1, &st) &&
         (int64_t)st.max_seq <= after) {
         out->max_seq = st.max_seq;
         out->count = (size_t)st.count;
@@ -195,12 +196,11 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
         qsort(out->v, out->n, sizeof *out->v, cmp_entry);
 
     /* Refresh the stamp when provably safe (see scan.h). */
-    if (have_mtime && ts_before(s1, n1, cs, cns) &&
-        ac_dir_mtime(dirfd, &s2, &n2) == 0 && s1 == s2 && n1 == n2 &&
-        !ac_stamp_valid(dirfd, s1, n1, NULL)) {
+    if (have_state && ts_before(d1.sec, d1.nsec, cs, cns) &&
+        ac_dir_state(dirfd, &d2) == 0 && ac_dirstate_eq(&d1, &d2) &&
+        !ac_stamp_valid(dirfd, &d1, NULL)) {
         memset(&st, 0, sizeof st);
-        st.sec = s1;
-        st.nsec = n1;
+        st.key = d1;
         st.max_seq = out->max_seq;
         st.count = out->count;
         if (out->last_name && strlen(out->last_name) < sizeof st.last_name)

@@ -38,14 +38,12 @@ int ac_seqlock_acquire(int dirfd, struct ac_seqlock *lk, struct ac_err *err)
     lk->dirfd = dirfd;
     for (;;) {
         int64_t t0 = ac_clock_mono_ns();
-        if (ac_dir_mtime(dirfd, &lk->pre_sec, &lk->pre_nsec) == -1)
-            lk->pre_sec = lk->pre_nsec = -1;
+        int have_pre = ac_dir_state(dirfd, &lk->pre) == 0;
         if (AC_FAULT("seq.lock") == -1)
             return ac_err_sys(err, errno, NULL, "could not acquire channel seq lock");
         if (mkdirat(dirfd, AC_SEQ_LOCK_DIR, 0755) == 0) {
             struct stat st;
-            if (ac_dir_mtime(dirfd, &lk->post_sec, &lk->post_nsec) == -1)
-                lk->post_sec = lk->post_nsec = -1;
+            lk->have_states = have_pre && ac_dir_state(dirfd, &lk->post) == 0;
             lk->window_ns = ac_clock_mono_ns() - t0;
             lk->held = 1;
             if (fstatat(dirfd, AC_SEQ_LOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0)

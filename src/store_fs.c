@@ -30,9 +30,11 @@
 #include "agentchat/seq.h"
 #include "agentchat/slug.h"
 
-/* Two of our own directory changes observed within this window with
- * distinct mtimes prove fine-grained timestamps (see scan.h). */
-#define STAMP_WINDOW_NS 100000
+/* Our mkdir of _seq.lock observed within this window with distinct mtimes
+ * before and after proves fine-grained timestamps; the final statx must
+ * follow our last change within the release window (see scan.h). */
+#define PROOF_WINDOW_NS 50000
+#define RELEASE_WINDOW_NS 100000
 
 struct fs_store {
     struct ac_store base;
@@ -301,11 +303,6 @@ static int fs_msg_read(struct ac_chan *base, const char *name, struct ac_file *o
     return read_at(fs_chan(base)->fd, name, AC_MESSAGE_CAP, out, err);
 }
 
-static int ts_differ(int64_t s1, int64_t n1, int64_t s2, int64_t n2)
-{
-    return s1 != s2 || n1 != n2;
-}
-
 /* Highest seq and message count on disk, from the stamp when the lock
  * evidence allows, else from a listing. */
 static int disk_state(int fd, const struct ac_seqlock *lk, uint64_t *max_seq,
@@ -313,8 +310,8 @@ static int disk_state(int fd, const struct ac_seqlock *lk, uint64_t *max_seq,
 {
     struct ac_stamp stamp;
     struct ac_listing l;
-    if (lk->pre_sec >= 0 && lk->window_ns < STAMP_WINDOW_NS &&
-        ac_stamp_valid(fd, lk->pre_sec, lk->pre_nsec, &stamp)) {
+    if (lk->have_states && lk->window_ns < RELEASE_WINDOW_NS &&
+        ac_stamp_valid(fd, &lk->pre, &stamp)) {
         *max_seq = stamp.max_seq;
         *count = stamp.count;
         return 0;
@@ -335,7 +332,8 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     struct ac_msg_fields f;
     char ts[AC_ISO_MAX], from_slug[AC_SLUG_MAX + 1], title_slug[AC_SLUG_MAX + 1];
     uint64_t disk_max, count, seq, high;
-    int64_t cs, cns, ds, dns, t0;
+    struct ac_dirstate done;
+    int64_t t0;
     int rc;
 
     if (ac_seqlock_acquire(fd, &lk, err) == -1)
@@ -416,18 +414,14 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     }
 
     /* Release, then stamp the directory if the evidence allows (scan.h). */
-    if (ac_dir_mtime(fd, &cs, &cns) == -1)
-        cs = -1;
     t0 = ac_clock_mono_ns();
     ac_seqlock_release(&lk);
-    if (ac_dir_mtime(fd, &ds, &dns) == 0 && cs >= 0 &&
-        ac_clock_mono_ns() - t0 < STAMP_WINDOW_NS && lk.window_ns < STAMP_WINDOW_NS &&
-        lk.pre_sec >= 0 && ts_differ(lk.pre_sec, lk.pre_nsec, lk.post_sec, lk.post_nsec) &&
-        ts_differ(cs, cns, ds, dns)) {
+    if (ac_dir_state(fd, &done) == 0 && ac_clock_mono_ns() - t0 < RELEASE_WINDOW_NS &&
+        lk.have_states && lk.window_ns < PROOF_WINDOW_NS &&
+        (lk.pre.sec != lk.post.sec || lk.pre.nsec != lk.post.nsec)) {
         struct ac_stamp stamp;
         memset(&stamp, 0, sizeof stamp);
-        stamp.sec = ds;
-        stamp.nsec = dns;
+        stamp.key = done;
         stamp.max_seq = seq;
         stamp.count = count + 1;
         snprintf(stamp.last_name, sizeof stamp.last_name, "%s", out->name);

@@ -81,8 +81,19 @@ int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
  * errno EEXIST when `to` exists. */
 int ac_rename_noreplace(int dirfd, const char *from, const char *to);
 
-/* Wall clock of the directory's last modification (statx mtime, ns). */
-int ac_dir_mtime(int dirfd, int64_t *sec, int64_t *nsec);
+/* What a directory's inode says about its entries: the modification time
+ * (ns) and the size. Every entry change moves at least one of them on the
+ * file systems we rely on (see scan.h for the exceptions and why). */
+struct ac_dirstate {
+    int64_t sec, nsec;
+    uint64_t size;
+};
+
+/* statx the directory. errno is meaningful on failure. */
+int ac_dir_state(int dirfd, struct ac_dirstate *out);
+
+/* True when two states are identical. */
+int ac_dirstate_eq(const struct ac_dirstate *a, const struct ac_dirstate *b);
 
 /* True when a regular file `name` exists in dirfd (not following symlinks). */
 int ac_is_regular_at(int dirfd, const char *name);

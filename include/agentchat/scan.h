@@ -6,28 +6,31 @@
  * (SPEC.md 3.3). Listing a directory costs about 0.3 us per entry, which is
  * 30 ms for a 100,000-message channel: too slow for every post and for the
  * "nothing new" path of read and wait. So the directory carries a *scan
- * stamp*, a cache of (directory mtime, highest seq, message count) kept in
- * the extended attribute "user.agent-chat.scan" (invisible to the folder
- * format, to the Python tool and to Git; filesystems without user xattrs
- * simply always list).
+ * stamp*, a cache of (directory state, highest seq, message count, name of
+ * the last message) kept in the extended attribute "user.agent-chat.scan"
+ * (invisible to the folder format, to the Python tool and to Git; file
+ * systems without user xattrs simply always list). The directory state is
+ * its mtime *and* size (struct ac_dirstate): tmpfs stamps link() and
+ * unlink() with the child's time, which can leave the mtime unchanged, but
+ * it moves the directory size by one entry; ext4 moves the mtime.
  *
  * Why the stamp is safe (the racy-git problem):
- * A stamp says "when the directory's mtime was M, the files were these".
- * It is used only when the directory's mtime is still exactly M, and it is
- * written only when every later change is certain to produce a different
- * mtime:
+ * A stamp says "when the directory state was S, the files were these".
+ * It is used only when the state is still exactly S, and it is written
+ * only when every later change is certain to produce a different state:
  *   - after a full listing, if the coarse wall clock read *before* the
- *     first statx was already past M (any later change is stamped at least
- *     that late), and the mtime did not move during the listing;
+ *     first statx was already past S's mtime (any later change is stamped
+ *     at least that late), and the state did not move during the listing;
  *   - after a post, if the file system hands out fine-grained timestamps to
  *     queried inodes (Linux multigrain timestamps, 6.13+): the post proves it
- *     by seeing two distinct mtimes around two of its own changes made
- *     within 100 us, which coarse (tick-based) timestamps cannot produce.
- *     The stamp is then written from a statx taken within 100 us of the
- *     post's last change (its rmdir of _seq.lock), so no other poster (the
- *     Python tool needs milliseconds) can slip a file in between.
+ *     by seeing two distinct mtimes around its own mkdir of _seq.lock done
+ *     within 50 us (tick-based timestamps almost never differ across such a
+ *     window). The stamp is then written from a statx taken within 100 us
+ *     of the post's last change (its rmdir of _seq.lock), so no other
+ *     poster (the Python tool needs milliseconds per post) can slip a file
+ *     in between.
  * Anything else (a hand-made file, the Python tool posting, a deletion)
- * changes the mtime, invalidates the stamp and costs one full listing.
+ * changes the state, invalidates the stamp and costs one full listing.
  */
 #ifndef AGENTCHAT_SCAN_H
 #define AGENTCHAT_SCAN_H
@@ -36,6 +39,7 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
+#include "agentchat/fsutil.h"
 
 struct ac_entry {
     uint64_t seq;
@@ -52,7 +56,7 @@ struct ac_listing {
 };
 
 struct ac_stamp {
-    int64_t sec, nsec;      /* directory mtime the stamp describes */
+    struct ac_dirstate key;  /* directory state the stamp describes */
     uint64_t max_seq;
     uint64_t count;
     char last_name[256];
@@ -69,8 +73,8 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
                  struct ac_listing *out, struct ac_err *err);
 void ac_listing_free(struct ac_listing *l);
 
-/* Read the stamp; returns 1 when present, parsed and matching (sec, nsec). */
-int ac_stamp_valid(int dirfd, int64_t sec, int64_t nsec, struct ac_stamp *out);
+/* Read the stamp; returns 1 when present, parsed and matching `key`. */
+int ac_stamp_valid(int dirfd, const struct ac_dirstate *key, struct ac_stamp *out);
 
 /* Store a stamp (best effort; errors are ignored, the stamp is a cache). */
 void ac_stamp_write(int dirfd, const struct ac_stamp *st);

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
+#include "agentchat/fsutil.h"
 
 #define AC_SEQ_LOCK_DIR "_seq.lock"
 #define AC_SEQ_HIGH_FILE ".seqhigh"
@@ -37,9 +38,11 @@
 struct ac_seqlock {
     int dirfd;
     int held;
-    /* Evidence for the scan stamp (see scan.h): directory mtimes observed
-     * right before and after our mkdir, and how long that took. */
-    int64_t pre_sec, pre_nsec, post_sec, post_nsec;
+    /* Evidence for the scan stamp (see scan.h): the directory state right
+     * before and after our mkdir (have_states: both were read), and how
+     * long that took. */
+    struct ac_dirstate pre, post;
+    int have_states;
     int64_t window_ns;
     /* Inode of the lock directory we created: release never removes a lock
      * that a staleness check of another poster replaced meanwhile. */
