@@ -118,7 +118,7 @@ bench: deps
 	scripts/bench
 
 lint:
-	luacheck --std lua54 lua tests examples
+	luacheck lua tests $(wildcard examples)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	  --suppress=missingIncludeSystem -Iinclude src tests/c
 

@@ -55,6 +55,28 @@ static const char *t_path(const char *fmt, ...)
     return b;
 }
 
+static void t_rm_rf(const char *path);
+
+/* Directories made by t_mkdtemp, removed at exit if the test could not
+ * (a bail-out); only by the process that made them, never by a child. */
+static char t_dirs[16][4096];
+static int t_ndirs;
+static pid_t t_owner;
+
+static void t_cleanup(void)
+{
+    int i;
+    if (getpid() != t_owner)
+        return;
+    for (i = 0; i < t_ndirs; i++) {
+        char path[4096];
+        if (!t_dirs[i][0])
+            continue;
+        memcpy(path, t_dirs[i], sizeof path);   /* t_rm_rf clears the slot */
+        t_rm_rf(path);
+    }
+}
+
 /* A fresh directory under $TMPDIR (or /tmp); malloc'ed path. */
 static char *t_mkdtemp(const char *tag) T_UNUSED;
 static char *t_mkdtemp(const char *tag)
@@ -69,6 +91,20 @@ static char *t_mkdtemp(const char *tag)
     p = strdup(buf);
     if (!p)
         t_bail("strdup");
+    if (t_ndirs == 0) {
+        t_owner = getpid();
+        atexit(t_cleanup);
+    }
+    {
+        int i = 0;
+        while (i < t_ndirs && t_dirs[i][0])
+            i++;                    /* reuse the slot of a removed directory */
+        if (i < 16) {
+            snprintf(t_dirs[i], sizeof t_dirs[0], "%s", buf);
+            if (i == t_ndirs)
+                t_ndirs++;
+        }
+    }
     return p;
 }
 
@@ -103,6 +139,10 @@ static int t_rm_rf_at(int dirfd, const char *name)
 static void t_rm_rf(const char *path) T_UNUSED;
 static void t_rm_rf(const char *path)
 {
+    int i;
+    for (i = 0; i < t_ndirs; i++)
+        if (strcmp(t_dirs[i], path) == 0)
+            t_dirs[i][0] = '\0';     /* removed: never touch that name again */
     if (t_rm_rf_at(AT_FDCWD, path) == -1)
         printf("# could not remove %s: %s\n", path, strerror(errno));
 }
@@ -139,13 +179,16 @@ static char *t_read(const char *path, size_t *lenp)
     if (fd == -1)
         return NULL;
     buf = malloc(cap);
+    if (!buf)
+        t_bail("malloc");
     for (;;) {
         ssize_t n;
-        if (!buf)
-            t_bail("malloc");
         if (len + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                t_bail("realloc");
+            buf = nb;
             cap *= 2;
-            buf = realloc(buf, cap);
             continue;
         }
         n = read(fd, buf + len, cap - len - 1);

@@ -50,6 +50,7 @@ describe("agent-chat usage errors", function()
     { "--root after the subcommand (channels)", { "channels", "--root", "@OTHER" } },
     { "--root after the subcommand (init)", { "init", "d", "--root", "@OTHER" } },
     { "--root without its value", nil, { "--root" } },
+    { "run without a script", { "run" } },
   }
 
   local function argv_of(case, other)
@@ -77,8 +78,9 @@ describe("agent-chat usage errors", function()
   end
 
   -- BUG: usage errors print Python argparse's multi-line text (the usage
-  -- block, then "agent-chat post: error: ...") instead of the one
-  -- "agent-chat: ..." line required by SPEC.md 2.5 for every failure.
+  -- block, then "agent-chat post: error: ..."; `run` without a script
+  -- prints "usage: ..." and "agent-chat run: error: ...") instead of the
+  -- one "agent-chat: ..." line required by SPEC.md 2.5 for every failure.
   it("prints every usage error as exactly one stderr line starting 'agent-chat: '", function()
     local bad = {}
     for _, case in ipairs(CASES) do

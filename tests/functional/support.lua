@@ -6,14 +6,15 @@
 --   package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 --   local F = require "support"
 --
---   F.bin                   absolute path of the binary under test
+--   F.bin                   the binary under test (a private copy of H.bin)
 --   F.home                  a temporary $HOME used by every F.run
 --   F.run(argv, opts)       like H.run, with a clean environment: LC_ALL=C,
 --                           HOME=F.home, AGENT_CHAT_TEST_FSYNC=0 and no
 --                           AGENT_CHAT_ROOT unless opts.root is given.
 --                           opts.env (false unsets), opts.stdin, opts.cwd
 --                           -> {code=, stdout=, stderr=}
---   F.shell(script, env)    run a /bin/sh script (A = the binary) -> exit code
+--   F.shell(script, env, ...) run a /bin/sh script (A = the binary, $1... =
+--                           the extra words) -> exit code
 --   F.snapshot(dir)         {relpath = "d" | "f:<bytes>" | "l:<target>"}
 --   F.diff(a, b)            list of human-readable differences ({} if none)
 --   F.crashed(stderr)       a reason string if stderr shows a crash, else nil
@@ -31,7 +32,24 @@ local function abspath(p)
   return dir .. "/" .. p:match("[^/]*$")
 end
 
-F.bin = abspath(H.bin)
+--- The binary under test, copied once per spec file: the specs run for a
+--- while, and a concurrent `make` must not swap the binary in the middle
+--- of a run (exec would fail with EACCES/ETXTBSY while it is relinked).
+local function stable_copy(src)
+  local dir = H.tmpdir()
+  local dst = dir .. "/agent-chat"
+  for _ = 1, 20 do
+    if os.execute("cp " .. H.sh(src) .. " " .. H.sh(dst) .. " 2>/dev/null && "
+        .. H.sh(dst) .. " -h >/dev/null 2>&1") then
+      return dst
+    end
+    os.execute("sleep 0.5")
+  end
+  return src
+end
+
+F.source_bin = abspath(H.bin)
+F.bin = stable_copy(F.source_bin)
 F.sh = H.sh
 F.read = H.read
 F.write = H.write
@@ -127,14 +145,20 @@ function F.run(argv, opts)
            argv = argv }
 end
 
---- Run a /bin/sh script. $A is the binary; `env` adds variables (the same
---- clean environment as F.run). Returns the exit code.
-function F.shell(script, env)
+--- Run a /bin/sh script with the words `...` as $1, $2, ... $A is the
+--- binary; `env` adds variables (the same clean environment as F.run).
+--- Returns the exit code.
+function F.shell(script, env, ...)
   local dir = H.tmpdir()
   local vars = base_env({ env = env })
   vars.A = F.bin
   H.write(dir .. "/script.sh", script)
-  local ok, how, code = os.execute("env " .. env_words(vars) .. " /bin/sh " .. H.sh(dir .. "/script.sh"))
+  local args = {}
+  for i, w in ipairs({ ... }) do
+    args[i] = H.sh(w)
+  end
+  local ok, how, code = os.execute("env " .. env_words(vars) .. " /bin/sh " .. H.sh(dir .. "/script.sh")
+    .. " " .. table.concat(args, " "))
   if how == "signal" then
     return 128 + code
   end

@@ -1,0 +1,386 @@
+/*
+ * test_seq.c - the _seq.lock directory mutex, the high-water mark and seq
+ * reservations (seq.h).
+ *
+ * Waiting for the full 10 s acquisition deadline is slow, so it only runs
+ * with AC_TEST_SLOW=1; the retry loop is shown instead by a waiter that gets
+ * the lock once the holder lets go, by a waiter interrupted with SIGINT, and
+ * by stale-lock removal (a lock directory aged 60 s with utimensat).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentchat/clock.h"
+#include "agentchat/err.h"
+#include "agentchat/seq.h"
+#include "tap.h"
+#include "tutil.h"
+
+static int64_t now_ms(void)
+{
+    return ac_clock_mono_ns() / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+static int open_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd == -1)
+        t_bail("open %s", path);
+    return fd;
+}
+
+static ino_t inode_of(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Age the lock directory by `sec` seconds. */
+static void age(const char *path, long sec)
+{
+    struct timespec ts[2];
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec -= sec;
+    ts[1] = ts[0];
+    if (utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW) == -1)
+        t_bail("utimensat %s", path);
+}
+
+/* Child: acquire the lock of `dir`. Writes "<rc> <ms> <code> <exit>\n" to
+ * the pipe and exits. With `signals`, installs the SIGINT flag handler. */
+static pid_t spawn_acquirer(const char *dir, int wfd, int signals)
+{
+    pid_t pid;
+    fflush(stdout);
+    pid = fork();
+    if (pid == -1)
+        t_bail("fork");
+    if (pid == 0) {
+        struct ac_seqlock lk;
+        struct ac_err err = AC_ERR_INIT;
+        int dfd = open_dir(dir), rc;
+        int64_t t0;
+        char line[160];
+        if (signals)
+            ac_clock_install_signals();
+        t0 = now_ms();
+        rc = ac_seqlock_acquire(dfd, &lk, &err);
+        snprintf(line, sizeof line, "%d %lld %s %d\n", rc, (long long)(now_ms() - t0),
+                 err.code ? err.code : "-", err.exit_code);
+        if (write(wfd, line, strlen(line)) == -1)
+            _exit(3);
+        if (rc == 0)
+            ac_seqlock_release(&lk);
+        _exit(0);
+    }
+    return pid;
+}
+
+struct acq_result {
+    int rc;
+    long long ms;
+    char code[64];
+    int exit_code;
+};
+
+static void collect(pid_t pid, int rfd, struct acq_result *r)
+{
+    char buf[160];
+    ssize_t n = read(rfd, buf, sizeof buf - 1);
+    int status;
+    memset(r, 0, sizeof *r);
+    r->rc = 99;
+    if (n > 0) {
+        buf[n] = '\0';
+        if (sscanf(buf, "%d %lld %63s %d", &r->rc, &r->ms, r->code, &r->exit_code) != 4)
+            r->rc = 98;
+    }
+    waitpid(pid, &status, 0);
+}
+
+static void test_acquire_release(const char *dir)
+{
+    int dfd = open_dir(dir);
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    struct ac_seqlock lk;
+    struct ac_err err = AC_ERR_INIT;
+    struct stat st;
+
+    TAP_INT_EQ(ac_seqlock_acquire(dfd, &lk, &err), 0, "acquire on a fresh channel");
+    TAP_OK(lk.held && lstat(lock, &st) == 0 && S_ISDIR(st.st_mode),
+           "the lock is the directory _seq.lock");
+    TAP_OK(lk.lock_ino == (uint64_t)st.st_ino, "the lock remembers its inode");
+    ac_seqlock_release(&lk);
+    TAP_OK(!lk.held && !t_exists(lock), "release removes _seq.lock");
+    ac_seqlock_release(&lk);
+    TAP_OK(!t_exists(lock), "a second release is harmless");
+    close(dfd);
+}
+
+/* A waiter keeps retrying while the lock is held and gets it once the
+ * holder releases (here after 300 ms, far below the 10 s deadline). */
+static void test_waiter_gets_lock(const char *dir)
+{
+    int dfd = open_dir(dir), p[2];
+    struct ac_seqlock lk;
+    struct ac_err err = AC_ERR_INIT;
+    struct acq_result r;
+    pid_t pid;
+    int status;
+
+    if (ac_seqlock_acquire(dfd, &lk, &err) == -1 || pipe(p) == -1)
+        t_bail("set-up");
+    pid = spawn_acquirer(dir, p[1], 0);
+    sleep_ms(300);
+    TAP_INT_EQ(waitpid(pid, &status, WNOHANG), 0, "the second acquirer is still waiting");
+    ac_seqlock_release(&lk);
+    collect(pid, p[0], &r);
+    TAP_INT_EQ(r.rc, 0, "the waiter acquires once the lock is released");
+    TAP_OK(r.ms >= 250 && r.ms < 5000, "it waited for the holder (%lld ms)", r.ms);
+    TAP_OK(!t_exists(t_path("%s/_seq.lock", dir)), "the waiter released it");
+    close(p[0]);
+    close(p[1]);
+    close(dfd);
+}
+
+/* SIGINT ends the wait with INTERRUPTED (exit 130), leaving the holder's
+ * lock in place. */
+static void test_waiter_interrupted(const char *dir)
+{
+    int dfd = open_dir(dir), p[2];
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    struct ac_seqlock lk;
+    struct ac_err err = AC_ERR_INIT;
+    struct acq_result r;
+    ino_t ino;
+    pid_t pid;
+
+    if (ac_seqlock_acquire(dfd, &lk, &err) == -1 || pipe(p) == -1)
+        t_bail("set-up");
+    ino = inode_of(lock);
+    pid = spawn_acquirer(dir, p[1], 1);
+    sleep_ms(200);
+    kill(pid, SIGINT);
+    collect(pid, p[0], &r);
+    TAP_OK(r.rc == -1 && strcmp(r.code, "INTERRUPTED") == 0 && r.exit_code == AC_EXIT_INTERRUPTED,
+           "SIGINT: rc %d, code %s, exit %d", r.rc, r.code, r.exit_code);
+    TAP_OK(r.ms >= 150 && r.ms < 2000, "interrupted after about 200 ms (%lld ms)", r.ms);
+    TAP_OK(inode_of(lock) == ino && ino != 0, "the holder's lock is untouched");
+    ac_seqlock_release(&lk);
+    close(p[0]);
+    close(p[1]);
+    close(dfd);
+}
+
+/* A lock directory older than 30 s is stale: removed, then taken at once. */
+static void test_stale_lock(const char *dir)
+{
+    int dfd = open_dir(dir);
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    struct ac_seqlock lk;
+    struct ac_err err = AC_ERR_INIT;
+    struct stat st;
+    struct timespec now;
+    int64_t t0;
+    int rc;
+
+    t_mkdir(lock);
+    age(lock, 60);
+    t0 = now_ms();
+    rc = ac_seqlock_acquire(dfd, &lk, &err);
+    TAP_INT_EQ(rc, 0, "a 60 s old lock is stale and replaced");
+    TAP_OK(now_ms() - t0 < 1000, "without waiting (%lld ms)", (long long)(now_ms() - t0));
+    clock_gettime(CLOCK_REALTIME, &now);
+    TAP_OK(lstat(lock, &st) == 0 && now.tv_sec - st.st_mtim.tv_sec < 10,
+           "the lock directory is a fresh one");
+    ac_seqlock_release(&lk);
+    TAP_OK(!t_exists(lock), "and released normally");
+    close(dfd);
+}
+
+/* A lock 20 s old is not stale: the waiter neither removes it nor takes it. */
+static void test_young_lock_waits(const char *dir)
+{
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    struct acq_result r;
+    ino_t ino;
+    pid_t pid;
+    int p[2], status;
+
+    t_mkdir(lock);
+    age(lock, 20);
+    ino = inode_of(lock);
+    if (pipe(p) == -1)
+        t_bail("pipe");
+    pid = spawn_acquirer(dir, p[1], 0);
+    sleep_ms(400);
+    TAP_INT_EQ(waitpid(pid, &status, WNOHANG), 0, "a 20 s old lock makes the acquirer wait");
+    TAP_OK(inode_of(lock) == ino, "the 20 s old lock was not removed");
+    rmdir(lock);
+    collect(pid, p[0], &r);
+    TAP_INT_EQ(r.rc, 0, "the waiter acquires after the lock goes away");
+    close(p[0]);
+    close(p[1]);
+}
+
+/* Release never removes a lock directory that is not the one we made. */
+static void test_release_foreign_lock(const char *dir)
+{
+    int dfd = open_dir(dir);
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    char other[1024];
+    snprintf(other, sizeof other, "%s/_seq.lock.other", dir);
+    struct ac_seqlock lk;
+    struct ac_err err = AC_ERR_INIT;
+    ino_t mine, theirs;
+
+    if (ac_seqlock_acquire(dfd, &lk, &err) == -1)
+        t_bail("acquire");
+    mine = inode_of(lock);
+    /* Another poster judged ours stale and replaced it. Make the new
+     * directory before removing ours so the inode cannot be reused. */
+    t_mkdir(other);
+    theirs = inode_of(other);
+    if (rmdir(lock) == -1 || rename(other, lock) == -1)
+        t_bail("replace lock");
+    TAP_OK(mine != theirs && inode_of(lock) == theirs, "the lock was replaced by another one");
+    ac_seqlock_release(&lk);
+    TAP_OK(t_exists(lock) && inode_of(lock) == theirs, "release leaves the foreign lock alone");
+    rmdir(lock);
+
+    /* Ours vanished entirely: release is a no-op. */
+    if (ac_seqlock_acquire(dfd, &lk, &err) == -1)
+        t_bail("acquire");
+    rmdir(lock);
+    ac_seqlock_release(&lk);
+    TAP_OK(!t_exists(lock) && !lk.held, "release after the lock vanished");
+    close(dfd);
+}
+
+/* Optional: the full 10 s deadline. */
+static void test_timeout(const char *dir)
+{
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    const char *slow = getenv("AC_TEST_SLOW");
+    struct acq_result r;
+    pid_t pid;
+    int p[2];
+
+    if (!slow || strcmp(slow, "1") != 0) {
+        TAP_OK(1, "SEQ_LOCK_TIMEOUT after 10 s # SKIP set AC_TEST_SLOW=1 to wait 10 s");
+        return;
+    }
+    t_mkdir(lock);
+    if (pipe(p) == -1)
+        t_bail("pipe");
+    pid = spawn_acquirer(dir, p[1], 0);
+    collect(pid, p[0], &r);
+    TAP_OK(r.rc == -1 && strcmp(r.code, "SEQ_LOCK_TIMEOUT") == 0 && r.exit_code == 1 &&
+           r.ms >= 9900 && r.ms < 12000, "SEQ_LOCK_TIMEOUT after 10 s (%lld ms, %s)", r.ms, r.code);
+    TAP_OK(t_exists(lock), "the timed-out waiter left the lock alone");
+    rmdir(lock);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void test_high_water(const char *dir)
+{
+    int dfd = open_dir(dir);
+    char high[1024];
+    snprintf(high, sizeof high, "%s/.seqhigh", dir);
+    static const struct { const char *text, *shown; uint64_t want; } cases[] = {
+        { "12", "12", 12 }, { "12\n", "12\\n", 12 }, { "", "", 0 }, { "abc", "abc", 0 },
+        { "0", "0", 0 }, { "18446744073709551615", "18446744073709551615", UINT64_MAX },
+    };
+    size_t i;
+    char *got;
+
+    TAP_INT_EQ(ac_seq_high_read(dfd), 0, "missing .seqhigh reads as 0");
+    TAP_INT_EQ(ac_seq_high_write(dfd, 7), 0, "write the high-water mark");
+    got = t_read(high, NULL);
+    TAP_STR_EQ(got, "7", ".seqhigh holds the decimal, no newline");
+    free(got);
+    TAP_INT_EQ(ac_seq_high_read(dfd), 7, "read it back");
+    TAP_INT_EQ(t_count_temps(dir), 0, "no temp left by the write");
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        t_write(high, cases[i].text);
+        TAP_OK(ac_seq_high_read(dfd) == cases[i].want, ".seqhigh \"%s\" reads as %llu",
+               cases[i].shown, (unsigned long long)cases[i].want);
+    }
+    unlink(high);
+    close(dfd);
+}
+
+static void test_reserve(const char *dir)
+{
+    int dfd = open_dir(dir), status;
+    pid_t pid;
+
+    TAP_INT_EQ(ac_seq_reserve(dfd, 5), 1, "reserve a free seq");
+    TAP_OK(t_exists(t_path("%s/.seqres-5", dir)), "the reservation file .seqres-5 exists");
+    TAP_INT_EQ(ac_seq_reserve(dfd, 5), 0, "reserving a taken seq returns 0");
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0)
+        _exit(ac_seq_reserve(dfd, 5) == 0 ? 0 : 1);
+    waitpid(pid, &status, 0);
+    TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "another process also gets 0 for the taken seq");
+    TAP_INT_EQ(ac_seq_reserve(dfd, 6), 1, "another seq is independent");
+    ac_seq_unreserve(dfd, 5);
+    TAP_OK(!t_exists(t_path("%s/.seqres-5", dir)), "unreserve removes the file");
+    TAP_INT_EQ(ac_seq_reserve(dfd, 5), 1, "the seq can be reserved again");
+    ac_seq_unreserve(dfd, 5);
+    ac_seq_unreserve(dfd, 6);
+    ac_seq_unreserve(dfd, 6);
+    TAP_INT_EQ(t_count(dir, ".seqres-", ""), 0, "no reservation left");
+    errno = 0;
+    TAP_OK(ac_seq_reserve(-1, 1) == -1 && errno == EBADF, "reserve on a bad descriptor is -1");
+    close(dfd);
+}
+
+int main(void)
+{
+    char *dir;
+
+    setenv("AGENT_CHAT_TEST_FSYNC", "0", 1);
+    unsetenv("AGENT_CHAT_FAULT");
+    dir = t_mkdtemp("seq");
+
+    test_acquire_release(dir);
+    test_waiter_gets_lock(dir);
+    test_waiter_interrupted(dir);
+    test_stale_lock(dir);
+    test_young_lock_waits(dir);
+    test_release_foreign_lock(dir);
+    test_timeout(dir);
+    test_high_water(dir);
+    test_reserve(dir);
+
+    TAP_INT_EQ(t_count(dir, "", ""), 0, "the channel directory is empty again");
+    t_rm_rf(dir);
+    free(dir);
+    return tap_done();
+}
