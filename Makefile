@@ -45,7 +45,8 @@ LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) -lm
 # and the C unit tests.
 RUNTIME_SRC := src/err.c src/fault.c src/fsutil.c src/utf8.c src/pystr.c src/slug.c \
                src/buf.c src/json.c src/clock.c src/channel.c src/frontmatter.c \
-               src/scan.c src/seq.c src/cursor.c src/store.c src/store_fs.c src/wait.c
+               src/dirwatch.c src/scan.c src/seq.c src/cursor.c src/store.c src/store_fs.c \
+               src/wait.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c
 LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
@@ -92,7 +93,7 @@ build/embedded_lua.c: $(LUA_BC) scripts/embed-lua | build
 build/embedded_lua.o: build/embedded_lua.c
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
-build/tests/%: tests/c/%.c tests/c/tap.h build/librt.a | build
+build/tests/%: tests/c/%.c $(wildcard tests/c/*.h) build/librt.a | build
 	@mkdir -p build/tests
 	$(CC) $(ALL_CFLAGS) -Itests/c -o $@ $< build/librt.a $(ALL_LDFLAGS) $(LIBS)
 

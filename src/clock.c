@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static volatile sig_atomic_t interrupt_signal;
@@ -66,6 +67,14 @@ static void on_signal(int sig)
     interrupt_signal = sig;
     if (interrupt_hook)
         interrupt_hook(sig);
+}
+
+long ac_clock_preemptions(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == -1)
+        return -1;
+    return ru.ru_nivcsw;
 }
 
 void ac_clock_install_signals(void)

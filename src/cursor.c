@@ -41,8 +41,13 @@ int64_t ac_cursor_get(int dirfd, const char *agent)
     cursor_name(agent, name);
     if (read_cursor(dirfd, name, &buf, &len) == -1)
         return 0;
-    if (ac_py_int_parse(buf, len, &v) == -1)
-        v = 0;
+    /* Python: int(text.strip()); strip() also removes U+001C..U+001F. */
+    {
+        size_t a, b;
+        ac_py_strip(buf, len, &a, &b);
+        if (ac_py_int_parse(buf + a, b - a, &v) == -1)
+            v = 0;
+    }
     free(buf);
     return v;
 }

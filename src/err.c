@@ -1,6 +1,8 @@
 /* err.c - filling struct ac_err; see include/agentchat/err.h. */
 #include "agentchat/err.h"
 
+#include "agentchat/utf8.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,6 +70,23 @@ char *ac_err_quote(char *out, size_t outsz, const char *in, size_t maxchars)
             out[o++] = 'x';
             out[o++] = hex[c >> 4];
             out[o++] = hex[c & 15];
+        } else if (c >= 0x80) {
+            /* Keep valid UTF-8 as is; show stray bytes as \xNN so the
+             * message itself stays valid UTF-8. */
+            uint32_t cp;
+            size_t n = ac_utf8_decode((const unsigned char *)in + i, strlen(in + i), &cp);
+            if (n == 0) {
+                out[o++] = '\\';
+                out[o++] = 'x';
+                out[o++] = hex[c >> 4];
+                out[o++] = hex[c & 15];
+            } else if (o + n + 1 < outsz) {
+                memcpy(out + o, in + i, n);
+                o += n;
+                i += n - 1;
+            } else {
+                break;
+            }
         } else {
             out[o++] = (char)c;
         }

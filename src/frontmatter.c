@@ -153,6 +153,7 @@ char *ac_msg_compose(const struct ac_msg_fields *f, size_t *len)
     size_t body_len = ac_py_rstrip_len(f->body, f->body_len);
     const char *to = f->to && f->to[0] ? f->to : "all";
     size_t cap = 256 + strlen(f->from) + strlen(to) + strlen(f->channel) +
+                 (f->reply_to ? strlen(f->reply_to) : 0) +
                  strlen(f->ts) + strlen(f->status) + strlen(f->title) + body_len;
     char *out = malloc(cap), num[32];
     size_t o = 0;
@@ -165,10 +166,8 @@ char *ac_msg_compose(const struct ac_msg_fields *f, size_t *len)
     o += put_line(out + o, "seq", num);
     o += put_line(out + o, "from", f->from);
     o += put_line(out + o, "to", to);
-    if (f->has_reply) {
-        snprintf(num, sizeof num, "%lld", (long long)f->reply_to);
-        o += put_line(out + o, "reply_to", num);
-    }
+    if (f->reply_to)
+        o += put_line(out + o, "reply_to", f->reply_to);
     o += put_line(out + o, "channel", f->channel);
     o += put_line(out + o, "ts", f->ts);
     o += put_line(out + o, "status", f->status);

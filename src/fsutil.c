@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -312,6 +314,29 @@ int ac_dir_state(int dirfd, struct ac_dirstate *out)
     out->nsec = stx.stx_mtime.tv_nsec;
     out->size = stx.stx_size;
     return 0;
+}
+
+int ac_fs_fine_timestamps(int dirfd)
+{
+    static int kernel_ok = -1;
+    struct statfs sf;
+    if (kernel_ok == -1) {
+        struct utsname u;
+        int major = 0, minor = 0;
+        kernel_ok = uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+                    (major > 6 || (major == 6 && minor >= 13));
+    }
+    if (!kernel_ok || fstatfs(dirfd, &sf) == -1)
+        return 0;
+    switch ((unsigned long)sf.f_type) {
+    case 0xEF53UL:        /* ext2/3/4 */
+    case 0x58465342UL:    /* xfs */
+    case 0x9123683EUL:    /* btrfs */
+    case 0x01021994UL:    /* tmpfs */
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 int ac_dirstate_eq(const struct ac_dirstate *a, const struct ac_dirstate *b)

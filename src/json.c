@@ -11,11 +11,92 @@
 
 const struct ac_json_style ac_json_py_indent2 = { 2, 1, 0, ",", ": " };
 
+/* Split "%.*e" output into its digits and decimal exponent. */
+static int split_e(const char *s, char digits[20], int *exp)
+{
+    int nd = 0;
+    if (*s == '-')
+        s++;
+    for (; *s && *s != 'e'; s++)
+        if (*s >= '0' && *s <= '9' && nd < 19)
+            digits[nd++] = *s;
+    digits[nd] = '\0';
+    *exp = atoi(s + 1);
+    return nd;
+}
+
+/* Add delta (+1 or -1) to the last digit of the p-digit mantissa
+ * d[0].d[1..] x 10^exp, keeping p digits (a carry or borrow that changes the
+ * length moves the exponent). Returns 0, or -1 when the result is zero. */
+static int nudge(char digits[20], int *exp, int delta)
+{
+    int n = (int)strlen(digits), i = n - 1;
+    if (delta > 0) {
+        while (i >= 0 && digits[i] == '9')
+            digits[i--] = '0';
+        if (i < 0) {            /* 99..9 + 1 = 100..0: one more power of ten */
+            digits[0] = '1';
+            (*exp)++;
+            return 0;
+        }
+        digits[i]++;
+        return 0;
+    }
+    while (i >= 0 && digits[i] == '0')
+        digits[i--] = '9';
+    if (i < 0)
+        return -1;
+    digits[i]--;
+    if (digits[0] == '0') {     /* 10..0 - 1 = 09..9: one less power of ten */
+        if (n == 1)
+            return -1;
+        memmove(digits, digits + 1, (size_t)n - 1);
+        digits[n - 1] = '9';
+        (*exp)--;
+    }
+    return 0;
+}
+
+static int reads_back(const char *digits, int exp, int neg, double x)
+{
+    char s[48];
+    snprintf(s, sizeof s, "%s%c.%se%d", neg ? "-" : "", digits[0], digits + 1, exp);
+    return strtod(s, NULL) == x;
+}
+
+/* Shortest digit string that reads back as x (Python's repr, David Gay's
+ * shortest mode). The correctly rounded p-digit string is tried first; where
+ * the rounding interval is lopsided (powers of two) a neighbour one unit in
+ * the last place away can read back while it does not. */
+static int shortest_digits(double x, char digits[20], int *exp)
+{
+    char tmp[40];
+    int prec, neg = signbit(x) != 0;
+    for (prec = 1; prec <= 17; prec++) {
+        int k;
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
+        split_e(tmp, digits, exp);
+        if (strtod(tmp, NULL) == x)
+            return (int)strlen(digits);
+        for (k = -1; k <= 1; k += 2) {
+            char alt[20];
+            int aexp = *exp;
+            memcpy(alt, digits, sizeof alt);
+            if (nudge(alt, &aexp, k) == 0 && reads_back(alt, aexp, neg, x)) {
+                memcpy(digits, alt, sizeof alt);
+                *exp = aexp;
+                return (int)strlen(digits);
+            }
+        }
+    }
+    snprintf(tmp, sizeof tmp, "%.16e", x);
+    return split_e(tmp, digits, exp);
+}
+
 void ac_py_float_repr(double x, char out[32])
 {
-    char tmp[40], digits[20];
-    int prec, exp, nd = 0, i;
-    const char *p;
+    char digits[20];
+    int exp, nd, i;
 
     if (isnan(x)) {
         strcpy(out, "nan");
@@ -25,19 +106,7 @@ void ac_py_float_repr(double x, char out[32])
         strcpy(out, x < 0 ? "-inf" : "inf");
         return;
     }
-    /* Shortest %e representation that round-trips. */
-    for (prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
-        if (strtod(tmp, NULL) == x)
-            break;
-    }
-    p = tmp;
-    if (*p == '-')
-        p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
-            digits[nd++] = *p;
-    exp = atoi(p + 1);
+    nd = shortest_digits(x, digits, &exp);
     while (nd > 1 && digits[nd - 1] == '0')
         nd--;
     digits[nd] = '\0';

@@ -17,12 +17,14 @@
  *   ch:close()                            -- also __close and __gc
  *   store.check_name(name), store.check_marker(name)
  *   store.meta_compose(name, members, topic, created)
+ *   store.parse_meta(bytes)               -- {members, topic, channel, created} | nil
  *
  * Expected failures return nil, message, code, exit_code (the exit code of
  * SPEC.md 2.5 for the CLI). Misuse (wrong argument types, a closed handle)
  * raises.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +206,58 @@ static int l_meta_compose(lua_State *L)
     return 1;
 }
 
+/* store.parse_meta(bytes): the _meta.json fields the CLI uses, with the
+ * Python tool's defaults, or nil when the file is not a JSON object, when
+ * members is not a list of strings or topic not a string (SPEC.md 5: an
+ * error, never a crash). Parsed with jansson, which tells objects from
+ * arrays (cjson 2.1.0 cannot for empty ones). */
+static int l_parse_meta(lua_State *L)
+{
+    size_t len, i;
+    const char *bytes = luaL_checklstring(L, 1, &len);
+    json_t *root = ac_meta_parse(bytes, len), *members, *topic, *v;
+    int ok = 0;
+
+    if (!root || !json_is_object(root))
+        goto done;
+    members = json_object_get(root, "members");
+    topic = json_object_get(root, "topic");
+    if ((members && !json_is_null(members) && !json_is_array(members)) ||
+        (topic && !json_is_null(topic) && !json_is_string(topic)))
+        goto done;
+    json_array_foreach(members, i, v)
+        if (!json_is_string(v))
+            goto done;
+    lua_createtable(L, 0, 4);
+    lua_createtable(L, (int)json_array_size(members), 0);
+    json_array_foreach(members, i, v) {
+        lua_pushlstring(L, json_string_value(v), json_string_length(v));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "members");
+    if (topic && json_is_string(topic))
+        lua_pushlstring(L, json_string_value(topic), json_string_length(topic));
+    else
+        lua_pushliteral(L, "");
+    lua_setfield(L, -2, "topic");
+    v = json_object_get(root, "channel");
+    if (json_is_string(v)) {
+        lua_pushlstring(L, json_string_value(v), json_string_length(v));
+        lua_setfield(L, -2, "channel");
+    }
+    v = json_object_get(root, "created");
+    if (json_is_string(v)) {
+        lua_pushlstring(L, json_string_value(v), json_string_length(v));
+        lua_setfield(L, -2, "created");
+    }
+    ok = 1;
+done:
+    json_decref(root);
+    if (!ok)
+        lua_pushnil(L);
+    return 1;
+}
+
 /* ---- store methods ---- */
 
 static int store_channels(lua_State *L)
@@ -287,9 +341,38 @@ static int chan_meta(lua_State *L)
     return 1;
 }
 
+/* reply_to: an integer or the decimal text of one (Python ints are
+ * unbounded); 0 or absent means none. Raises on anything else. */
+static const char *reply_text(lua_State *L, int idx, char *buf)
+{
+    const char *s, *p;
+    lua_getfield(L, idx, "reply_to");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    if (lua_isinteger(L, -1)) {
+        lua_Integer v = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        if (v == 0)
+            return NULL;
+        snprintf(buf, 32, "%lld", (long long)v);
+        return buf;
+    }
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "field 'reply_to' must be an integer or decimal text");
+    s = lua_tostring(L, -1);
+    lua_pop(L, 1);   /* the table keeps the string alive */
+    p = s + (*s == '-');
+    if (!*p || p[strspn(p, "0123456789")] != '\0')
+        luaL_error(L, "field 'reply_to' must be an integer or decimal text");
+    return strcmp(s, "0") == 0 || strcmp(s, "-0") == 0 ? NULL : s;
+}
+
 static int chan_post(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
+    char reply[32];
     struct ac_post_req req;
     struct ac_post_result res;
     struct ac_err err = AC_ERR_INIT;
@@ -301,8 +384,7 @@ static int chan_post(lua_State *L)
     req.title = field_string(L, 2, "title");
     req.status = opt_field_string(L, 2, "status", "discussion");
     req.body = field_string_len(L, 2, "body", &req.body_len);
-    req.reply_to = opt_field_int(L, 2, "reply_to", 0, NULL);
-    req.has_reply = req.reply_to != 0;
+    req.reply_to = reply_text(L, 2, reply);
     if (c->ch->store->ops->msg_post(c->ch, &req, &res, &err) == -1)
         return fail_err(L, &err);
     lua_pushinteger(L, (lua_Integer)res.seq);
@@ -343,6 +425,10 @@ static void push_inbox(lua_State *L, const struct ac_inbox *in)
         lua_setfield(L, -2, "incomplete");
         lua_pushboolean(L, m->fm.present);
         lua_setfield(L, -2, "has_frontmatter");
+        if (m->truncated) {
+            lua_pushinteger(L, (lua_Integer)m->truncated);
+            lua_setfield(L, -2, "truncated");
+        }
         lua_createtable(L, 0, (int)m->fm.npairs);
         for (j = 0; j < m->fm.npairs; j++) {
             lua_pushlstring(L, m->fm.pairs[j].key, m->fm.pairs[j].key_len);
@@ -555,6 +641,7 @@ static const luaL_Reg funcs[] = {
     { "check_name", l_check_name },
     { "check_marker", l_check_marker },
     { "meta_compose", l_meta_compose },
+    { "parse_meta", l_parse_meta },
     { NULL, NULL }
 };
 

@@ -134,15 +134,38 @@ int ac_py_decimal_value(const char *s, size_t len, uint64_t *value)
     return 0;
 }
 
+/* int() whitespace: Python turns non-ASCII spaces into ' ' and then strips
+ * ASCII " \t\n\v\f\r" only, so U+001C..U+001F (str.isspace() though they
+ * are) make int() fail. */
+static int int_space_at(const unsigned char *p, size_t len, size_t *n)
+{
+    uint32_t cp;
+    if (p[0] < 0x80) {
+        *n = 1;
+        return p[0] == ' ' || (p[0] >= '\t' && p[0] <= '\r');
+    }
+    *n = ac_utf8_decode(p, len, &cp);
+    return *n > 0 && ac_py_isspace(cp);
+}
+
 int ac_py_int_parse(const char *s, size_t len, int64_t *value)
 {
-    const unsigned char *p;
-    size_t a, b, i;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t a = 0, b = len, i, n;
     int neg = 0, prev_digit = 0, any = 0;
     uint64_t v = 0;
 
-    ac_py_strip(s, len, &a, &b);
-    p = (const unsigned char *)s;
+    while (a < b && int_space_at(p + a, b - a, &n))
+        a += n;
+    /* Trailing: step back to each code point's lead byte. */
+    while (b > a) {
+        size_t lead = b - 1;
+        while (lead > a && (p[lead] & 0xC0) == 0x80 && b - lead < 4)
+            lead--;
+        if (!int_space_at(p + lead, b - lead, &n) || lead + n != b)
+            break;
+        b = lead;
+    }
     i = a;
     if (i < b && (p[i] == '+' || p[i] == '-')) {
         neg = p[i] == '-';
@@ -150,7 +173,7 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
     }
     while (i < b) {
         uint32_t cp;
-        size_t n;
+        size_t cn;
         int d;
         if (p[i] == '_') {
             /* '_' only between two digits */
@@ -162,10 +185,10 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
         }
         if (p[i] < 0x80) {
             cp = p[i];
-            n = 1;
+            cn = 1;
         } else {
-            n = ac_utf8_decode(p + i, b - i, &cp);
-            if (n == 0)
+            cn = ac_utf8_decode(p + i, b - i, &cp);
+            if (cn == 0)
                 return -1;
         }
         d = ac_py_decimal(cp);
@@ -175,7 +198,7 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
             return -1;
         v = v * 10 + (uint64_t)d;
         prev_digit = any = 1;
-        i += n;
+        i += cn;
     }
     if (!any || !prev_digit)
         return -1;

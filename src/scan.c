@@ -29,7 +29,7 @@ int ac_scan_parse_name(const char *name, uint64_t *seq)
         for (p = name; p < dash; p++) {
             if (*p < '0' || *p > '9')
                 goto unicode;
-            if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - 9) / 10)
+            if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)(*p - '0')) / 10)
                 return 0;
             v = v * 10 + (uint64_t)(*p - '0');
         }
@@ -53,7 +53,11 @@ static int collect_cb(void *ctx, const char *name, unsigned char type)
     struct ac_listing *l = c->out;
     uint64_t seq;
 
-    if (type != DT_REG || !ac_scan_parse_name(name, &seq))
+    /* Every name counts, whatever its type: Python's glob("*.md") sees
+     * symlinks and directories too, and a seq on disk must never be
+     * handed out again. Readers skip what is not a regular file. */
+    (void)type;
+    if (!ac_scan_parse_name(name, &seq))
         return 0;
     l->count++;
     if (!l->last_name || seq > l->max_seq ||
@@ -95,6 +99,72 @@ static int cmp_entry(const void *a, const void *b)
     if (x->seq != y->seq)
         return x->seq < y->seq ? -1 : 1;
     return strcmp(x->name, y->name);
+}
+
+/* True when the sorted entries above `after` skip a seq below the highest. */
+static int has_gap(const struct ac_listing *l, int64_t after)
+{
+    uint64_t expect;
+    size_t i;
+    if (l->n == 0)
+        return 0;
+    expect = after < 0 ? l->v[0].seq : (uint64_t)after + 1;
+    for (i = 0; i < l->n; i++) {
+        if (l->v[i].seq > expect)
+            return 1;
+        expect = l->v[i].seq + 1;
+    }
+    return 0;
+}
+
+static int has_entry(const struct ac_listing *l, const char *name)
+{
+    size_t i;
+    for (i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* readdir() may miss entries added while it runs (POSIX leaves it
+ * unspecified; ext4 walks hash order), so a listing can show N+1 and not N
+ * even though N was published first. Every seq up to the first listing's
+ * highest was published before that listing ended, hence before a second
+ * one starts, which therefore sees it: add those to the first listing. */
+static int fill_gaps(int dirfd, int64_t after, struct ac_listing *out)
+{
+    struct ac_listing again;
+    struct collect c;
+    size_t i;
+    int rc = 0;
+
+    memset(&again, 0, sizeof again);
+    memset(&c, 0, sizeof c);
+    c.out = &again;
+    c.after = after;
+    if (ac_dir_walk(dirfd, collect_cb, &c) == -1 || c.oom) {
+        ac_listing_free(&again);
+        return -1;
+    }
+    for (i = 0; i < again.n && rc == 0; i++) {
+        struct ac_entry *e = &again.v[i];
+        struct ac_entry *nv;
+        if (e->seq > out->max_seq || has_entry(out, e->name))
+            continue;
+        nv = realloc(out->v, (out->n + 1) * sizeof *nv);
+        if (!nv) {
+            rc = -1;
+            break;
+        }
+        out->v = nv;
+        out->v[out->n++] = *e;
+        out->count++;
+        e->name = NULL;           /* moved */
+    }
+    ac_listing_free(&again);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, cmp_entry);
+    return rc;
 }
 
 int ac_stamp_valid(int dirfd, const struct ac_dirstate *key, struct ac_stamp *out)
@@ -166,7 +236,7 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
     struct ac_stamp st;
     struct ac_dirstate d1, d2;
     int64_t cs, cns;
-    int have_state;
+    int have_state, stable;
 
     memset(out, 0, sizeof *out);
     coarse_now_ns(&cs, &cns);
@@ -194,11 +264,22 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
     }
     if (out->n > 1)
         qsort(out->v, out->n, sizeof *out->v, cmp_entry);
+    stable = have_state && ac_dir_state(dirfd, &d2) == 0 && ac_dirstate_eq(&d1, &d2);
+
+    /* A gap is real (a deleted or burned seq) when nothing changed while we
+     * listed; otherwise it may be a readdir miss: list again. */
+    if (has_gap(out, after) &&
+        !(stable && (ac_fs_fine_timestamps(dirfd) || ts_before(d1.sec, d1.nsec, cs, cns)))) {
+        if (fill_gaps(dirfd, after, out) == -1) {
+            int e = errno ? errno : ENOMEM;
+            ac_listing_free(out);
+            return ac_err_sys(err, e, NULL, "could not list messages");
+        }
+        stable = 0;
+    }
 
     /* Refresh the stamp when provably safe (see scan.h). */
-    if (have_state && ts_before(d1.sec, d1.nsec, cs, cns) &&
-        ac_dir_state(dirfd, &d2) == 0 && ac_dirstate_eq(&d1, &d2) &&
-        !ac_stamp_valid(dirfd, &d1, NULL)) {
+    if (stable && ts_before(d1.sec, d1.nsec, cs, cns) && !ac_stamp_valid(dirfd, &d1, NULL)) {
         memset(&st, 0, sizeof st);
         st.key = d1;
         st.max_seq = out->max_seq;

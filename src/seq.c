@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agentchat/clock.h"
+#include "agentchat/dirwatch.h"
 #include "agentchat/fault.h"
 #include "agentchat/fsutil.h"
 
@@ -30,14 +31,34 @@ static int lock_is_stale(int dirfd)
     return now.tv_sec - st.st_mtim.tv_sec > STALE_SEC;
 }
 
+static int acquire_loop(int dirfd, struct ac_seqlock *lk, int64_t deadline,
+                        struct ac_dirwatch **w, struct ac_err *err);
+
 int ac_seqlock_acquire(int dirfd, struct ac_seqlock *lk, struct ac_err *err)
 {
     int64_t deadline = ac_clock_mono_ns() + DEADLINE_NS;
+    struct ac_dirwatch *w = NULL;
+    int rc;
 
     memset(lk, 0, sizeof *lk);
     lk->dirfd = dirfd;
+    rc = acquire_loop(dirfd, lk, deadline, &w, err);
+    ac_dirwatch_close(w);
+    return rc;
+}
+
+/* The retry loop of ac_seqlock_acquire. Between attempts it sleeps until
+ * the directory changes (the holder's rmdir) or 50 ms pass, whichever is
+ * first: the Python tool's protocol is "retry every 50 ms", and retrying
+ * sooner when the lock is gone is only faster. The watch is opened lazily,
+ * at the first contention. */
+static int acquire_loop(int dirfd, struct ac_seqlock *lk, int64_t deadline,
+                        struct ac_dirwatch **w, struct ac_err *err)
+{
+    int watching = 0;
     for (;;) {
         int64_t t0 = ac_clock_mono_ns();
+        long switches = ac_clock_preemptions();
         int have_pre = ac_dir_state(dirfd, &lk->pre) == 0;
         if (AC_FAULT("seq.lock") == -1)
             return ac_err_sys(err, errno, NULL, "could not acquire channel seq lock");
@@ -45,6 +66,7 @@ int ac_seqlock_acquire(int dirfd, struct ac_seqlock *lk, struct ac_err *err)
             struct stat st;
             lk->have_states = have_pre && ac_dir_state(dirfd, &lk->post) == 0;
             lk->window_ns = ac_clock_mono_ns() - t0;
+            lk->preempted = switches == -1 || ac_clock_preemptions() != switches;
             lk->held = 1;
             if (fstatat(dirfd, AC_SEQ_LOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 lk->lock_ino = (uint64_t)st.st_ino;
@@ -60,7 +82,12 @@ int ac_seqlock_acquire(int dirfd, struct ac_seqlock *lk, struct ac_err *err)
         if (ac_clock_mono_ns() >= deadline)
             return ac_err_set(err, AC_EXIT_GENERAL, "SEQ_LOCK_TIMEOUT",
                               "could not acquire channel seq lock (another poster is stuck?)");
-        if (ac_clock_sleep_ns(RETRY_NS) == -1)
+        if (!watching) {
+            watching = 1;
+            *w = ac_dirwatch_open(dirfd);   /* NULL: plain 50 ms sleeps */
+            continue;       /* the lock may have gone before the watch began */
+        }
+        if (ac_dirwatch_wait(*w, RETRY_NS) == -1)
             return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
     }
 }

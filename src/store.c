@@ -2,6 +2,7 @@
 #include "agentchat/store.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +61,7 @@ static int add_skip(struct ac_inbox *in, const char *name, int e)
 static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *agent,
                     int all, struct ac_inbox *in, struct ac_err *err)
 {
-    struct ac_file f = { NULL, 0, 0 };
+    struct ac_file f = { NULL, 0, 0, 0 };
     struct ac_inmsg m;
     struct ac_err rerr = AC_ERR_INIT;
 
@@ -76,6 +77,23 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
     m.seq = e->seq;
     m.mtime_sec = f.mtime_sec;
     m.incomplete = f.len == 0 || f.data[f.len - 1] != '\n';
+    m.truncated = f.full_size;
+    if (f.full_size) {
+        /* Show the top of an oversized message and say so. */
+        char note[160];
+        int nl = snprintf(note, sizeof note,
+                          "\n[agent-chat: message truncated for display: %llu bytes, over the %u MiB limit]\n",
+                          (unsigned long long)f.full_size, AC_MESSAGE_CAP >> 20);
+        char *grown = realloc(f.data, f.len + (size_t)nl + 1);
+        if (!grown) {
+            ac_file_free(&f);
+            return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
+        }
+        memcpy(grown + f.len, note, (size_t)nl + 1);
+        f.data = grown;
+        f.len += (size_t)nl;
+        m.incomplete = 0;
+    }
     m.text = ac_text_from_file(f.data, f.len, &m.text_len);
     ac_file_free(&f);
     if (!m.text || ac_fm_parse(m.text, m.text_len, &m.fm) == -1) {

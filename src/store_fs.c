@@ -5,7 +5,6 @@
  * reached through openat() with O_NOFOLLOW from the root descriptor, so a
  * symlink planted in the root or in a channel never leads outside.
  */
-#define _GNU_SOURCE   /* ppoll */
 #include "agentchat/store.h"
 
 #include <dirent.h>
@@ -13,28 +12,29 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "agentchat/channel.h"
 #include "agentchat/clock.h"
 #include "agentchat/cursor.h"
+#include "agentchat/dirwatch.h"
 #include "agentchat/fault.h"
 #include "agentchat/fsutil.h"
 #include "agentchat/scan.h"
 #include "agentchat/seq.h"
 #include "agentchat/slug.h"
 
-/* Our mkdir of _seq.lock observed within this window with distinct mtimes
- * before and after proves fine-grained timestamps; the final statx must
- * follow our last change within the release window (see scan.h). */
+/* Scan stamp evidence (see scan.h). Our mkdir of _seq.lock observed within
+ * PROOF_WINDOW_NS with distinct mtimes before and after shows fine-grained
+ * timestamps where the file system is not known to have them. The spans
+ * "statx .. mkdir" and "rmdir .. statx" must run without preemption and
+ * within SPAN_NS, so no other poster can act inside them. */
 #define PROOF_WINDOW_NS 50000
-#define RELEASE_WINDOW_NS 100000
+#define SPAN_NS 5000000
 
 struct fs_store {
     struct ac_store base;
@@ -44,10 +44,6 @@ struct fs_store {
 struct fs_chan {
     struct ac_chan base;
     int fd;
-};
-
-struct fs_watch {
-    int ifd;
 };
 
 static const struct ac_store_ops fs_ops;
@@ -263,6 +259,31 @@ static int fs_chan_create(struct ac_store *base, const char *name, const char *m
     return 0;
 }
 
+/* The first AC_MESSAGE_PREFIX bytes of an oversized message, cut after the
+ * last complete line. */
+static int read_prefix(int fd, const struct stat *st, struct ac_file *out)
+{
+    char *buf = malloc(AC_MESSAGE_PREFIX + 1);
+    ssize_t n;
+    if (!buf)
+        return -1;
+    do
+        n = pread(fd, buf, AC_MESSAGE_PREFIX, 0);
+    while (n == -1 && errno == EINTR);
+    if (n <= 0) {
+        free(buf);
+        return -1;
+    }
+    while (n > 0 && buf[n - 1] != '\n')
+        n--;
+    buf[n] = '\0';
+    out->data = buf;
+    out->len = (size_t)n;
+    out->mtime_sec = st->st_mtim.tv_sec;
+    out->full_size = (uint64_t)st->st_size;
+    return 0;
+}
+
 static int read_at(int dirfd, const char *name, size_t cap, struct ac_file *out,
                    struct ac_err *err)
 {
@@ -276,6 +297,10 @@ static int read_at(int dirfd, const char *name, size_t cap, struct ac_file *out,
         return ac_err_sys(err, errno, NULL, "could not read %s", name);
     if (ac_read_fd(fd, cap, &out->data, &out->len, &st) == -1) {
         int e = errno;
+        if (e == EFBIG && cap == AC_MESSAGE_CAP && read_prefix(fd, &st, out) == 0) {
+            close(fd);
+            return 0;
+        }
         close(fd);
         return ac_err_sys(err, e, NULL, "could not read %s", name);
     }
@@ -310,7 +335,7 @@ static int disk_state(int fd, const struct ac_seqlock *lk, uint64_t *max_seq,
 {
     struct ac_stamp stamp;
     struct ac_listing l;
-    if (lk->have_states && lk->window_ns < RELEASE_WINDOW_NS &&
+    if (lk->have_states && !lk->preempted && lk->window_ns < SPAN_NS &&
         ac_stamp_valid(fd, &lk->pre, &stamp)) {
         *max_seq = stamp.max_seq;
         *count = stamp.count;
@@ -334,6 +359,7 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     uint64_t disk_max, count, seq, high;
     struct ac_dirstate done;
     int64_t t0;
+    long switches;
     int rc;
 
     if (ac_seqlock_acquire(fd, &lk, err) == -1)
@@ -349,7 +375,6 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     memset(&f, 0, sizeof f);
     f.from = req->from;
     f.to = req->to;
-    f.has_reply = req->has_reply;
     f.reply_to = req->reply_to;
     f.channel = base->name;
     f.ts = ts;
@@ -415,10 +440,13 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
 
     /* Release, then stamp the directory if the evidence allows (scan.h). */
     t0 = ac_clock_mono_ns();
+    switches = ac_clock_preemptions();
     ac_seqlock_release(&lk);
-    if (ac_dir_state(fd, &done) == 0 && ac_clock_mono_ns() - t0 < RELEASE_WINDOW_NS &&
-        lk.have_states && lk.window_ns < PROOF_WINDOW_NS &&
-        (lk.pre.sec != lk.post.sec || lk.pre.nsec != lk.post.nsec)) {
+    if (ac_dir_state(fd, &done) == 0 && ac_clock_mono_ns() - t0 < SPAN_NS &&
+        switches != -1 && ac_clock_preemptions() == switches && lk.have_states &&
+        (ac_fs_fine_timestamps(fd) ||
+         (lk.window_ns < PROOF_WINDOW_NS && !lk.preempted &&
+          (lk.pre.sec != lk.post.sec || lk.pre.nsec != lk.post.nsec)))) {
         struct ac_stamp stamp;
         memset(&stamp, 0, sizeof stamp);
         stamp.key = done;
@@ -447,91 +475,21 @@ static int fs_cursor_set(struct ac_chan *base, const char *agent, int64_t value,
     return ac_cursor_set(fs_chan(base)->fd, agent, value, err);
 }
 
-/* ---- change notification (inotify) ---- */
+/* ---- change notification (see dirwatch.h) ---- */
 
 static struct ac_watch *fs_watch_open(struct ac_chan *base)
 {
-    struct fs_watch *w;
-    char path[64];
-    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ifd == -1)
-        return NULL;
-    /* Watch the directory we hold open, not its path, which could have been
-     * replaced since. */
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fs_chan(base)->fd);
-    if (inotify_add_watch(ifd, path, IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE |
-                          IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) == -1) {
-        close(ifd);
-        return NULL;
-    }
-    w = malloc(sizeof *w);
-    if (!w) {
-        close(ifd);
-        return NULL;
-    }
-    w->ifd = ifd;
-    return (struct ac_watch *)w;
+    return (struct ac_watch *)ac_dirwatch_open(fs_chan(base)->fd);
 }
 
-/* Drain the queue; 1 if any event could concern a message file. */
-static int drain(int ifd)
+static int fs_watch_wait(struct ac_watch *w, int64_t timeout_ns)
 {
-    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-    int relevant = 0;
-    for (;;) {
-        ssize_t n = read(ifd, buf, sizeof buf);
-        char *p;
-        if (n <= 0)
-            return relevant;
-        for (p = buf; p < buf + n;) {
-            struct inotify_event *ev = (struct inotify_event *)p;
-            uint64_t seq;
-            if (ev->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
-                relevant = 1;
-            else if (ev->len && ac_scan_parse_name(ev->name, &seq))
-                relevant = 1;
-            p += sizeof *ev + ev->len;
-        }
-    }
+    return ac_dirwatch_wait((struct ac_dirwatch *)w, timeout_ns);
 }
 
-static int fs_watch_wait(struct ac_watch *base, int64_t timeout_ns)
+static void fs_watch_close(struct ac_watch *w)
 {
-    struct fs_watch *w = (struct fs_watch *)base;
-    int64_t deadline = ac_clock_mono_ns() + (timeout_ns > 0 ? timeout_ns : 0);
-    for (;;) {
-        struct pollfd pfd = { w->ifd, POLLIN, 0 };
-        struct timespec ts;
-        int64_t left = deadline - ac_clock_mono_ns();
-        int rc;
-        if (ac_clock_interrupted()) {
-            errno = EINTR;
-            return -1;
-        }
-        if (left < 0)
-            left = 0;
-        ts.tv_sec = (time_t)(left / 1000000000);
-        ts.tv_nsec = (long)(left % 1000000000);
-        rc = ppoll(&pfd, 1, &ts, NULL);
-        if (rc == -1) {
-            if (errno == EINTR)
-                continue;       /* re-checks the interrupt flag */
-            return -1;
-        }
-        if (rc == 0)
-            return 0;
-        if (drain(w->ifd))
-            return 1;
-    }
-}
-
-static void fs_watch_close(struct ac_watch *base)
-{
-    struct fs_watch *w = (struct fs_watch *)base;
-    if (!w)
-        return;
-    close(w->ifd);
-    free(w);
+    ac_dirwatch_close((struct ac_dirwatch *)w);
 }
 
 /* ---- legacy marker claim ---- */

@@ -83,6 +83,38 @@ size_t ac_utf8_encode(uint32_t cp, char *out)
     return 4;
 }
 
+/* Length of the "maximal subpart" of an ill-formed sequence at s (Unicode
+ * 3.9 D93b; what Python's errors="replace" turns into one U+FFFD): the lead
+ * byte plus the continuation bytes that could still have completed it. */
+static size_t maximal_subpart(const unsigned char *s, size_t len)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    size_t need, i = 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else {
+        return 1;
+    }
+    if (i < len && s[i] >= lo && s[i] <= hi) {
+        i++;
+        while (i < need && i < len && (s[i] & 0xC0) == 0x80)
+            i++;
+    }
+    return i;
+}
+
 char *ac_text_from_file(const char *s, size_t len, size_t *outlen)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -106,7 +138,7 @@ char *ac_text_from_file(const char *s, size_t len, size_t *outlen)
             if (n == 0) {
                 memcpy(out + o, "\xEF\xBF\xBD", 3);
                 o += 3;
-                i++;
+                i += maximal_subpart(p + i, len - i);
             } else {
                 memcpy(out + o, p + i, n);
                 o += n;

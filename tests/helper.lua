@@ -71,17 +71,19 @@ function H.run(argv, opts)
   for _, w in ipairs(argv) do
     words[#words + 1] = H.sh(w)
   end
-  local env = {}
+  -- env(1) wants every -u before the first NAME=VALUE.
+  local unset, set = {}, {}
   if opts.root then
-    env[#env + 1] = "AGENT_CHAT_ROOT=" .. H.sh(opts.root)
+    set[#set + 1] = "AGENT_CHAT_ROOT=" .. H.sh(opts.root)
   end
   for k, v in pairs(opts.env or {}) do
     if v == false then
-      env[#env + 1] = "-u " .. k
+      unset[#unset + 1] = "-u " .. k
     else
-      env[#env + 1] = k .. "=" .. H.sh(v)
+      set[#set + 1] = k .. "=" .. H.sh(v)
     end
   end
+  local env = table.move(set, 1, #set, #unset + 1, unset)
   local stdin = "/dev/null"
   if opts.stdin then
     stdin = dir .. "/stdin"

@@ -28,6 +28,11 @@ void ac_clock_iso_now(char out[AC_ISO_MAX], int digits);
  * interrupt signal arrived. */
 int ac_clock_sleep_ns(int64_t ns);
 
+/* Involuntary context switches of this process so far (getrusage
+ * ru_nivcsw): equal before and after a few system calls proves the process
+ * was not preempted in between (see scan.h). */
+long ac_clock_preemptions(void);
+
 /* Install the SIGINT/SIGTERM flag handlers and ignore SIGPIPE. */
 void ac_clock_install_signals(void);
 

@@ -54,8 +54,9 @@ int ac_err_sys(struct ac_err *err, int errnum, const char *code,
     __attribute__((format(printf, 4, 5)));
 
 /* Copy `in` into `out` (size outsz) so that it can be quoted in a one-line
- * message: control characters become \n, \t, \r or \xNN, and the result is
- * cut with "..." when longer than `maxchars` bytes. Returns out. */
+ * message: control characters and bytes that are not UTF-8 become \n, \t,
+ * \r or \xNN, and the result is cut with "..." when longer than `maxchars`
+ * bytes. Returns out. */
 char *ac_err_quote(char *out, size_t outsz, const char *in, size_t maxchars);
 
 #endif

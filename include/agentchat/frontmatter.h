@@ -61,8 +61,9 @@ struct ac_msg_fields {
     uint64_t seq;
     const char *from;
     const char *to;          /* "" is written as "all" */
-    int has_reply;           /* write reply_to (the caller drops reply 0) */
-    int64_t reply_to;
+    const char *reply_to;    /* decimal text to write, NULL for none (the
+                                caller drops reply 0; Python ints have no
+                                size limit, so this is text) */
     const char *channel;
     const char *ts;
     const char *status;

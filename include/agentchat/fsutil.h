@@ -39,7 +39,8 @@ int ac_fsync(int fd);
 int ac_fsync_dir(int dirfd);
 
 /* Open the directory `name` inside `dirfd` without following a symlink.
- * Returns a descriptor or -1 (errno: ENOENT, ENOTDIR, ELOOP for a symlink). */
+ * Returns a descriptor or -1 (errno: ENOENT; ENOTDIR for a non-directory
+ * and for a symlink, which Linux reports so with O_DIRECTORY|O_NOFOLLOW). */
 int ac_open_dir_at(int dirfd, const char *name);
 
 /* Open a directory by path (following symlinks; used for the root only). */
@@ -91,6 +92,11 @@ struct ac_dirstate {
 
 /* statx the directory. errno is meaningful on failure. */
 int ac_dir_state(int dirfd, struct ac_dirstate *out);
+
+/* True when the file system of dirfd stamps changes with fine-grained
+ * times once the inode was queried (Linux multigrain timestamps: ext4, xfs,
+ * btrfs and tmpfs since 6.13), so a change after a statx always shows. */
+int ac_fs_fine_timestamps(int dirfd);
 
 /* True when two states are identical. */
 int ac_dirstate_eq(const struct ac_dirstate *a, const struct ac_dirstate *b);

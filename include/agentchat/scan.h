@@ -1,9 +1,11 @@
 /*
  * scan.h - finding the message files of a channel directory.
  *
- * A message file is a regular file named "<decimal>-<anything>.md", where
+ * A message file is an entry named "<decimal>-<anything>.md", where
  * <decimal> passes Python's str.isdecimal() (any script) and is its seq
- * (SPEC.md 3.3). Listing a directory costs about 0.3 us per entry, which is
+ * (SPEC.md 3.3). Like Python's glob, the name is what counts: a symlink or a
+ * directory with such a name takes its seq and counts as a message, though
+ * readers skip it (they never follow symlinks). Listing a directory costs about 0.3 us per entry, which is
  * 30 ms for a 100,000-message channel: too slow for every post and for the
  * "nothing new" path of read and wait. So the directory carries a *scan
  * stamp*, a cache of (directory state, highest seq, message count, name of
@@ -22,13 +24,18 @@
  *     first statx was already past S's mtime (any later change is stamped
  *     at least that late), and the state did not move during the listing;
  *   - after a post, if the file system hands out fine-grained timestamps to
- *     queried inodes (Linux multigrain timestamps, 6.13+): the post proves it
- *     by seeing two distinct mtimes around its own mkdir of _seq.lock done
- *     within 50 us (tick-based timestamps almost never differ across such a
- *     window). The stamp is then written from a statx taken within 100 us
- *     of the post's last change (its rmdir of _seq.lock), so no other
- *     poster (the Python tool needs milliseconds per post) can slip a file
- *     in between.
+ *     queried inodes (Linux multigrain timestamps: ext4, xfs, btrfs and
+ *     tmpfs since 6.13; elsewhere the post proves it by seeing two distinct
+ *     mtimes around its own mkdir of _seq.lock done within 50 us, which
+ *     tick-based timestamps almost never show). The stamp is then written
+ *     from a statx that follows the post's last change (its rmdir of
+ *     _seq.lock) without the process being preempted in between, so no
+ *     other poster (the Python tool needs far longer for a post) can slip a
+ *     file in.
+ * A post trusts the stamp when the state it read right before its mkdir of
+ * _seq.lock matches, again with no preemption in between: another poster
+ * would need the lock for a whole post inside that gap, and a post that
+ * creates files while holding the lock makes our mkdir fail and retry.
  * Anything else (a hand-made file, the Python tool posting, a deletion)
  * changes the state, invalidates the stamp and costs one full listing.
  */

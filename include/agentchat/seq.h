@@ -44,6 +44,7 @@ struct ac_seqlock {
     struct ac_dirstate pre, post;
     int have_states;
     int64_t window_ns;
+    int preempted;          /* an involuntary context switch in that span */
     /* Inode of the lock directory we created: release never removes a lock
      * that a staleness check of another poster replaced meanwhile. */
     uint64_t lock_ino;

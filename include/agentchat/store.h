@@ -37,8 +37,7 @@ struct ac_post_req {
     const char *status;
     const char *body;
     size_t body_len;
-    int has_reply;
-    int64_t reply_to;
+    const char *reply_to;     /* decimal text or NULL (see ac_msg_fields) */
 };
 
 struct ac_post_result {
@@ -50,7 +49,12 @@ struct ac_file {
     char *data;               /* raw bytes, NUL-terminated */
     size_t len;
     int64_t mtime_sec;
+    uint64_t full_size;       /* when only a prefix was read: the file size */
 };
+
+/* A message file above AC_MESSAGE_CAP is read only up to this prefix (its
+ * frontmatter is at the top) and shown with a truncation notice. */
+#define AC_MESSAGE_PREFIX (64u << 10)
 
 struct ac_store_ops {
     const char *name;
@@ -113,6 +117,7 @@ struct ac_inmsg {
     struct ac_fm fm;          /* points into text */
     int64_t mtime_sec;
     int incomplete;           /* empty or not newline-terminated (see wait.c) */
+    uint64_t truncated;       /* file size when only a prefix is shown, else 0 */
 };
 
 struct ac_skip {

@@ -24,7 +24,8 @@ size_t ac_utf8_encode(uint32_t cp, char *out);
 
 /* Turn file bytes into the text Python's Path.read_text() would give, made
  * total: universal newlines ("\r\n" and lone "\r" become "\n") and every
- * invalid byte sequence becomes U+FFFD (where Python would raise). Returns a
+ * ill-formed sequence becomes one U+FFFD per maximal subpart, as Python's
+ * errors="replace" does (where read_text() would raise). Returns a
  * malloc'ed NUL-terminated string (length in *outlen) or NULL (ENOMEM). */
 char *ac_text_from_file(const char *s, size_t len, size_t *outlen);
 

@@ -34,6 +34,16 @@ function M.build_parser()
   return p
 end
 
+--- One stderr line for an argparse error (SPEC.md 2.5: every failure is
+--- one line): "agent-chat: USAGE: post: <argparse message> (see 'agent-chat
+--- post -h')". The argparse text is Python's, word for word.
+function M.usage_line(perr)
+  local prog = perr.prog or "agent-chat"
+  local sub = prog:match("^%S+%s+(.+)$")
+  return string.format("agent-chat: USAGE: %s%s (see '%s -h')\n",
+    sub and (sub .. ": ") or "", perr.message, prog)
+end
+
 -- Output helpers: everything goes through these so a failed write (a closed
 -- pipe, a full disk) is noticed before a cursor moves.
 local function make_ctx()
@@ -108,7 +118,7 @@ local function run_main(argv)
     if perr.parser and perr.parser.tag and perr.parser.tag.format_error then
       io.stderr:write(perr.parser.tag.format_error(perr))
     else
-      io.stderr:write(argparse.format_error(perr))
+      io.stderr:write(M.usage_line(perr))
     end
     return 2
   end

@@ -177,33 +177,8 @@ end
 
 --- Parse _meta.json bytes the way the CLI needs them: an object whose
 --- members is a list of strings and whose topic is a string (or absent).
-function M.parse_meta(bytes)
-  local cjson = require "cjson.safe"
-  local meta = cjson.decode(bytes)
-  if type(meta) ~= "table" then
-    return nil
-  end
-  local members = meta.members
-  if members == nil or members == cjson.null then
-    members = {}
-  end
-  if type(members) ~= "table" then
-    return nil
-  end
-  for _, m in ipairs(members) do
-    if type(m) ~= "string" then
-      return nil
-    end
-  end
-  local topic = meta.topic
-  if topic == nil or topic == cjson.null then
-    topic = ""
-  end
-  if type(topic) ~= "string" then
-    return nil
-  end
-  return { channel = meta.channel, members = members, topic = topic, created = meta.created }
-end
+--- Returns {channel, members, topic, created} or nil.
+M.parse_meta = store.parse_meta
 
 --- One entry per channel: {name, meta (nil if unreadable), count, last}.
 function Root:channels()
@@ -317,8 +292,8 @@ function Channel:post(t)
     end
   end
   local reply = t.reply or t.reply_to or 0
-  if math.type(reply) ~= "integer" then
-    error("post: reply must be an integer", 2)
+  if math.type(reply) ~= "integer" and not (type(reply) == "string" and reply:match("^%-?%d+$")) then
+    error("post: reply must be an integer (or its decimal text)", 2)
   end
   local to = t.to
   if to == nil or to == "" then

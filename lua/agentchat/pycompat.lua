@@ -350,7 +350,10 @@ end
 -- leading zeros and single underscores between digits. Unlike Python,
 -- values outside the 64-bit range -2^63 .. 2^63-1 are rejected (nil,
 -- "integer out of range"), since Lua integers cannot hold them.
-function M.int_parse(s)
+--- The value of int(s) as a canonical decimal string of any size
+-- ("-12", "0", "123456789012345678901234567890"), i.e. str(int(s));
+-- nil and a reason when Python's int() would raise.
+function M.int_digits(s)
   if type(s) ~= "string" then
     return nil, "not a string"
   end
@@ -363,8 +366,17 @@ function M.int_parse(s)
   end
   digits = digits:gsub("^0+", "")
   if digits == "" then
-    return 0
+    return "0"
   end
+  return (sign == "-" and "-" or "") .. digits
+end
+
+function M.int_parse(s)
+  local text, why = M.int_digits(s)
+  if not text then
+    return nil, why
+  end
+  local sign, digits = text:match("^(%-?)(%d+)$")
   local limit = sign == "-" and "9223372036854775808" or "9223372036854775807"
   if #digits > #limit or (#digits == #limit and digits > limit) then
     return nil, "integer out of range"

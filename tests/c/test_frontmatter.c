@@ -197,68 +197,68 @@ struct compose_case {
     size_t want_len;         /* 0: strlen(want) */
 };
 
-#define FIELDS(seq, from, to, has, reply, chan, ts, status, title, body) \
-    { seq, from, to, has, reply, chan, ts, status, title, body, sizeof(body) - 1 }
+#define FIELDS(seq, from, to, reply, chan, ts, status, title, body) \
+    { seq, from, to, reply, chan, ts, status, title, body, sizeof(body) - 1 }
 
 static const struct compose_case compose_cases[] = {
     { "SPEC example",
-      FIELDS(4, "bob", "all", 0, 0, "demo", TS, "discussion", "Hello: world/Test", "hi\n"),
+      FIELDS(4, "bob", "all", NULL, "demo", TS, "discussion", "Hello: world/Test", "hi\n"),
       "---\nseq: 4\nfrom: bob\nto: all\nchannel: demo\nts: " TS "\nstatus: discussion\n"
       "title: Hello: world/Test\n---\nhi\n", 0 },
     { "reply_to after to",
-      FIELDS(5, "alice", "bob", 1, 1, "demo", TS, "", "re", "ok"),
+      FIELDS(5, "alice", "bob", "1", "demo", TS, "", "re", "ok"),
       "---\nseq: 5\nfrom: alice\nto: bob\nreply_to: 1\nchannel: demo\nts: " TS "\nstatus: \n"
       "title: re\n---\nok\n", 0 },
     { "negative reply_to written as given",
-      FIELDS(6, "a", "b", 1, -3, "c", TS, "s", "t", "x"),
+      FIELDS(6, "a", "b", "-3", "c", TS, "s", "t", "x"),
       "---\nseq: 6\nfrom: a\nto: b\nreply_to: -3\nchannel: c\nts: " TS "\nstatus: s\n"
       "title: t\n---\nx\n", 0 },
     { "to \"\" written as all",
-      FIELDS(1, "a", "", 0, 0, "c", TS, "s", "t", "x"),
+      FIELDS(1, "a", "", NULL, "c", TS, "s", "t", "x"),
       "---\nseq: 1\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\ntitle: t\n---\nx\n", 0 },
     { "values not trimmed (' all ', '---')",
-      FIELDS(2, "a", " all ", 0, 0, "c", TS, "s", "---", "x"),
+      FIELDS(2, "a", " all ", NULL, "c", TS, "s", "---", "x"),
       "---\nseq: 2\nfrom: a\nto:  all \nchannel: c\nts: " TS "\nstatus: s\ntitle: ---\n---\nx\n", 0 },
     { "empty title and status end in a space",
-      FIELDS(3, "a", "all", 0, 0, "c", TS, "", "", "x"),
+      FIELDS(3, "a", "all", NULL, "c", TS, "", "", "x"),
       "---\nseq: 3\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: \ntitle: \n---\nx\n", 0 },
     { "CR/LF runs in the title",
-      FIELDS(7, "a", "all", 0, 0, "c", TS, "s", "line one\nline two\r\nline three\r", "x"),
+      FIELDS(7, "a", "all", NULL, "c", TS, "s", "line one\nline two\r\nline three\r", "x"),
       "---\nseq: 7\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\n"
       "title: line one line two line three \n---\nx\n", 0 },
     { "CR/LF runs in every value",
-      FIELDS(8, "bob\n\ncarol", "x\r\ny", 0, 0, "c\rd", "t\ns", "st\n\r\n\rat", "\nlead", "x"),
+      FIELDS(8, "bob\n\ncarol", "x\r\ny", NULL, "c\rd", "t\ns", "st\n\r\n\rat", "\nlead", "x"),
       "---\nseq: 8\nfrom: bob carol\nto: x y\nchannel: c d\nts: t s\nstatus: st at\n"
       "title:  lead\n---\nx\n", 0 },
     { "frontmatter injection is defused",
-      FIELDS(9, "a", "all", 0, 0, "c", TS, "s", "t\n---\nfrom: mallory", "x"),
+      FIELDS(9, "a", "all", NULL, "c", TS, "s", "t\n---\nfrom: mallory", "x"),
       "---\nseq: 9\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\n"
       "title: t --- from: mallory\n---\nx\n", 0 },
     { "empty body",
-      FIELDS(10, "a", "all", 0, 0, "c", TS, "s", "t", ""),
+      FIELDS(10, "a", "all", NULL, "c", TS, "s", "t", ""),
       "---\nseq: 10\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\ntitle: t\n---\n\n", 0 },
     { "whitespace-only body (Python rstrip)",
-      FIELDS(11, "a", "all", 0, 0, "c", TS, "s", "t", "  \n\t\r\n\xe3\x80\x80\xc2\xa0\x0b"),
+      FIELDS(11, "a", "all", NULL, "c", TS, "s", "t", "  \n\t\r\n\xe3\x80\x80\xc2\xa0\x0b"),
       "---\nseq: 11\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\ntitle: t\n---\n\n", 0 },
     { "leading spaces and inner blank lines kept",
-      FIELDS(12, "a", "all", 0, 0, "c", TS, "s", "t", "  a\n\n\nb  \n\n"),
+      FIELDS(12, "a", "all", NULL, "c", TS, "s", "t", "  a\n\n\nb  \n\n"),
       "---\nseq: 12\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\ntitle: t\n---\n"
       "  a\n\n\nb\n", 0 },
     { "CRLF inside the body kept, trailing stripped",
-      FIELDS(13, "a", "all", 0, 0, "c", TS, "s", "t", "a\r\nb\r\n"),
+      FIELDS(13, "a", "all", NULL, "c", TS, "s", "t", "a\r\nb\r\n"),
       "---\nseq: 13\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\ntitle: t\n---\n"
       "a\r\nb\n", 0 },
     { "trailing invalid byte A0 is not whitespace",
-      FIELDS(14, "a", "all", 0, 0, "c", TS, "s", "t", "x\xa0"),
+      FIELDS(14, "a", "all", NULL, "c", TS, "s", "t", "x\xa0"),
       "---\nseq: 14\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\ntitle: t\n---\n"
       "x\xa0\n", 0 },
     { "NUL inside the body kept",
-      FIELDS(15, "a", "all", 0, 0, "c", TS, "s", "t", "a\0b"),
+      FIELDS(15, "a", "all", NULL, "c", TS, "s", "t", "a\0b"),
       "---\nseq: 15\nfrom: a\nto: all\nchannel: c\nts: " TS "\nstatus: s\ntitle: t\n---\n"
       "a\0b\n", sizeof("---\nseq: 15\nfrom: a\nto: all\nchannel: c\nts: " TS
                        "\nstatus: s\ntitle: t\n---\na\0b\n") - 1 },
     { "seq past 9999, UTF-8 values",
-      FIELDS(10000, "zo\xc3\xab", "\xe6\x9d\x8e", 0, 0, "\xc3\xbcn\xc3\xaf", TS, "s",
+      FIELDS(10000, "zo\xc3\xab", "\xe6\x9d\x8e", NULL, "\xc3\xbcn\xc3\xaf", TS, "s",
              "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80"),
       "---\nseq: 10000\nfrom: zo\xc3\xab\nto: \xe6\x9d\x8e\nchannel: \xc3\xbcn\xc3\xaf\nts: " TS
       "\nstatus: s\ntitle: \xe6\x97\xa5\xe6\x9c\xac\n---\n\xf0\x9f\x98\x80\n", 0 },
@@ -290,7 +290,7 @@ static void test_compose(void)
 /* A NULL `to` is also written as "all"; only body_len bytes of the body. */
 static void test_compose_edges(void)
 {
-    struct ac_msg_fields f = FIELDS(1, "a", NULL, 0, 0, "c", TS, "s", "t", "");
+    struct ac_msg_fields f = FIELDS(1, "a", NULL, NULL, "c", TS, "s", "t", "");
     char *out;
     size_t len;
 
@@ -310,7 +310,7 @@ static void test_compose_edges(void)
 /* What the writer writes, the reader reads back. */
 static void test_roundtrip(void)
 {
-    struct ac_msg_fields f = FIELDS(42, "bob", "[alice, dave]", 1, 41, "demo", TS, "question",
+    struct ac_msg_fields f = FIELDS(42, "bob", "[alice, dave]", "41", "demo", TS, "question",
                                     "Hello: world\nagain", "body\n---\nfrom: x\n");
     struct ac_fm fm;
     char *out;

@@ -290,14 +290,10 @@ static const struct { double x; const char *want; } repr_cases[] = {
     { 0x1.3333333333333p-2, "0.3" },
 };
 
-/* BUG: at a power of two the rounding interval of a double is lopsided (the
- * gap below is half the gap above). Python's repr (David Gay's shortest
- * mode) then finds a 16-digit string that reads back, but ac_py_float_repr
- * only tries the correctly rounded %.15e, which falls outside the narrow
- * side, and moves on to 17 digits: 2**-24 gives "5.9604644775390625e-08"
- * instead of "5.960464477539063e-08". 46 of the 2098 powers of two differ.
- * (lua/agentchat/pycompat.lua float_repr tries the neighbours and agrees
- * with Python.) */
+/* At a power of two the rounding interval of a double is lopsided (the gap
+ * below is half the gap above): Python's repr (David Gay's shortest mode)
+ * finds a 16-digit string one unit in the last place away from the
+ * correctly rounded one, e.g. 2**-24 is "5.960464477539063e-08". */
 static const struct { double x; const char *want; } repr_pow2_cases[] = {
     { 0x1.0000000000000p-24, "5.960464477539063e-08" },  /* 2**-24 */
     { 0x1.0000000000000p-44, "5.684341886080802e-14" },  /* 2**-44 */

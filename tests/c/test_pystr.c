@@ -253,12 +253,11 @@ static void test_int_parse(void)
     }
 }
 
-/* BUG: Python's int() strips only ASCII " \t\n\v\f\r" from ASCII input and
+/* Python's int() strips only ASCII " \t\n\v\f\r" from ASCII input and
  * turns non-ASCII whitespace into spaces first (_PyUnicode_Transform-
  * DecimalAndSpaceToASCII passes code points < 127 through unchanged), so
  * the str.isspace() characters U+001C..U+001F are NOT stripped:
- * int("\x1c3") raises ValueError. ac_py_int_parse strips them with
- * ac_py_isspace and returns 3. (The Lua pycompat.int_parse gets it right.) */
+ * int("\x1c3") raises ValueError. */
 static void test_int_parse_info_separators(void)
 {
     static const struct { const char *name; const char *s; size_t len; } cases[] = {

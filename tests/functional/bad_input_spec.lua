@@ -102,11 +102,8 @@ describe("hostile channel names", function()
     assert.is_nil(F.error_line(r.stderr), F.describe(r))
   end)
 
-  -- BUG: the rejected name is echoed with its raw invalid bytes
-  -- (`post $'\xff\xfe' ...` prints "... (invalid UTF-8 blocked): '\xff\xfe'"
-  -- as bytes), so the error line is not valid UTF-8. Control characters are
-  -- escaped ('a\tb'); invalid bytes should be too (Python's repr of the
-  -- surrogate-escaped argv shows '\udcff\udcfe').
+  -- The rejected name is echoed with invalid bytes escaped (\xNN), like
+  -- control characters, so the error line stays valid UTF-8.
   it("prints a valid UTF-8 error line for a name with invalid UTF-8", function()
     local root = seeded_root()
     for _, name in ipairs({ "\255\254", "ok\195", "\192\175etc" }) do
@@ -441,11 +438,8 @@ describe("hand-made files in a channel", function()
     assert.same({}, F.diff(before, F.snapshot(parent)))
   end)
 
-  -- BUG: when the highest-seq file cannot be read (here a 20 MB message),
-  -- `channels` prints "last: -" next to a non-zero message count. Expected
-  -- "last: #10 ..." for the message with the highest seq (SPEC.md 2.1),
-  -- or at least the last readable one; "-" is documented for channels
-  -- with no messages.
+  -- A message above the 16 MiB display cap is read by its first 64 KiB, so
+  -- `channels` still shows it as the last message (SPEC.md 2.1).
   it("channels does not claim there is no last message when the last one is huge", function()
     os.remove(chan .. "/0009-alice-late.md")
     os.rename(chan .. "/0005-huge.md", chan .. "/0010-huge.md")
@@ -455,12 +449,9 @@ describe("hand-made files in a channel", function()
     assert.truthy(r.stdout:find("last: #%d+ "), F.describe(r))
   end)
 
-  -- BUG: the seq allocator only counts regular files, so after a symlink
-  -- or a directory named like message #N the next post reuses N:
-  -- with 0001-a-one.md, 0002-link.md (symlink) and 0003-dir.md (directory),
-  -- `post` prints "posted #2 -> c/0002-..." (two #2 files on disk); the
-  -- Python tool's glob("*.md") counts them and posts #4. SPEC.md 3.3/4:
-  -- the next seq is above every message name on disk.
+  -- Like the Python tool's glob("*.md"), every name counts for the seq:
+  -- after 0002-link.md (symlink) and 0003-dir.md (directory) the next post
+  -- is #4 (SPEC.md 3.3/4: the next seq is above every message name on disk).
   it("post never reuses the seq of a symlink or directory named like a message", function()
     local r2, p2 = F.new_root()
     F.init(r2, "m")

@@ -14,6 +14,28 @@ local STDIN_HINT = "Enter message body; press Ctrl-D (or Ctrl-Z and Enter on Win
 
 -- ------------------------------------------------------------ helpers
 
+-- argparse types for Python ints, which have no size limit: --reply keeps
+-- the canonical decimal text (written as is); -n saturates.
+local function int_text(s)
+  local text = py.int_digits(s)
+  if not text then
+    return nil, "int"
+  end
+  return text
+end
+
+local function int_saturating(s)
+  local v = py.int_parse(s)
+  if v then
+    return v
+  end
+  local text = py.int_digits(s)
+  if not text then
+    return nil, "int"
+  end
+  return text:sub(1, 1) == "-" and math.mininteger or math.maxinteger
+end
+
 local function open_root(args, ctx)
   local root, msg, code, exit = ac.open(args.root)
   if not root then
@@ -208,7 +230,7 @@ local function cmd_post(args, ctx)
   end
   local res, msg, code, exit = ch:post{
     from = args.from, to = args.to, title = args.title, body = body,
-    reply = args.reply or 0, status = args.status,
+    reply = args.reply or "0", status = args.status,
   }
   ch:close()
   if not res then
@@ -351,7 +373,7 @@ function M.register(sub)
   p:option{ "--from", required = true, help = "sender name" }
   p:option{ "--to", default = "all", help = "recipients: all, or a comma list (default: all)" }
   p:option{ "--title", required = true, help = "message title (may be empty)" }
-  p:option{ "--reply", type = "int", help = "seq this message replies to (0: none)" }
+  p:option{ "--reply", type = int_text, type_name = "int", help = "seq this message replies to (0: none)" }
   p:option{ "--status", default = "discussion", help = "status label (default: discussion)" }
   p:option{ "--body", help = "message body text" }
   p:option{ "--body-file", help = "read the body from this file" }
@@ -378,7 +400,7 @@ function M.register(sub)
   p = sub:parser("peek", { help = "show the last messages without touching cursors",
     description = "Show the last N messages, any recipient; no cursor moves." })
   p:positional{ "channel", help = "channel name" }
-  p:option{ "-n", type = "int", default = 3, help = "how many (default: 3)" }
+  p:option{ "-n", type = int_saturating, type_name = "int", default = 3, help = "how many (default: 3)" }
   p:set_defaults{ handler = cmd_peek }
 
   p = sub:parser("claim", { help = "legacy: claim a task-<id>.md marker by renaming it",

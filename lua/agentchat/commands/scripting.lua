@@ -24,8 +24,8 @@ function M.raw(command, argv, at, root, ctx)
   end
   local script = argv[at + 1]
   if script == nil then
-    io.stderr:write("usage: agent-chat run SCRIPT [ARGS...]\n"
-      .. "agent-chat run: error: the following arguments are required: script\n")
+    io.stderr:write("agent-chat: USAGE: run: the following arguments are required: script"
+      .. " (see 'agent-chat run -h')\n")
     return 2
   end
   if root then

@@ -1,0 +1,214 @@
+/* dirwatch.c - wait for a directory change; see include/agentchat/dirwatch.h. */
+#define _GNU_SOURCE   /* F_NOTIFY, F_SETSIG, DN_* */
+#include "agentchat/dirwatch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentchat/clock.h"
+
+enum { KIND_DNOTIFY, KIND_INOTIFY };
+
+struct ac_dirwatch {
+    int kind;
+    int fd;                 /* dnotify: our own descriptor of the directory;
+                               inotify: the instance */
+    sigset_t old_mask;      /* dnotify: signal mask to restore */
+};
+
+/* One dnotify watch per process at a time: the signal is shared. */
+static int dnotify_busy;
+
+static int notify_signal(void)
+{
+    return SIGRTMIN + 4;
+}
+
+static void signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, notify_signal());
+    sigaddset(set, SIGIO);      /* sent instead when the RT queue overflows */
+}
+
+static void drain_signals(void)
+{
+    sigset_t set;
+    struct timespec zero = { 0, 0 };
+    signal_set(&set);
+    while (sigtimedwait(&set, NULL, &zero) > 0) {
+    }
+}
+
+static struct ac_dirwatch *open_dnotify(int dirfd)
+{
+    struct ac_dirwatch *w;
+    sigset_t set;
+    int fd;
+
+    if (dnotify_busy)
+        return NULL;
+    /* dnotify belongs to the open file: use a descriptor of our own. */
+    fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd == -1)
+        return NULL;
+    w = calloc(1, sizeof *w);
+    if (!w) {
+        close(fd);
+        return NULL;
+    }
+    signal_set(&set);
+    /* Block the signal first so it queues instead of killing us. */
+    sigprocmask(SIG_BLOCK, &set, &w->old_mask);
+    if (fcntl(fd, F_SETSIG, notify_signal()) == -1 ||
+        fcntl(fd, F_NOTIFY, DN_CREATE | DN_DELETE | DN_RENAME | DN_MODIFY |
+                            DN_ATTRIB | DN_MULTISHOT) == -1) {
+        sigprocmask(SIG_SETMASK, &w->old_mask, NULL);
+        close(fd);
+        free(w);
+        return NULL;
+    }
+    w->kind = KIND_DNOTIFY;
+    w->fd = fd;
+    dnotify_busy = 1;
+    return w;
+}
+
+static struct ac_dirwatch *open_inotify(int dirfd)
+{
+    struct ac_dirwatch *w;
+    char path[64];
+    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ifd == -1)
+        return NULL;
+    /* Watch the directory we hold open, not a path that may have been
+     * replaced since. */
+    snprintf(path, sizeof path, "/proc/self/fd/%d", dirfd);
+    if (inotify_add_watch(ifd, path, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
+                          IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF |
+                          IN_MOVE_SELF | IN_ONLYDIR) == -1) {
+        close(ifd);
+        return NULL;
+    }
+    w = calloc(1, sizeof *w);
+    if (!w) {
+        close(ifd);
+        return NULL;
+    }
+    w->kind = KIND_INOTIFY;
+    w->fd = ifd;
+    return w;
+}
+
+struct ac_dirwatch *ac_dirwatch_open(int dirfd)
+{
+    const char *force = getenv("AGENT_CHAT_WATCH");   /* tests: dnotify|inotify|none */
+    struct ac_dirwatch *w = NULL;
+    if (force && strcmp(force, "none") == 0)
+        return NULL;
+    if (!(force && strcmp(force, "inotify") == 0))
+        w = open_dnotify(dirfd);
+    if (!w && !(force && strcmp(force, "dnotify") == 0))
+        w = open_inotify(dirfd);
+    return w;
+}
+
+static struct timespec to_timespec(int64_t ns)
+{
+    struct timespec ts;
+    if (ns < 0)
+        ns = 0;
+    ts.tv_sec = (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
+static int wait_dnotify(int64_t deadline)
+{
+    sigset_t set;
+    signal_set(&set);
+    for (;;) {
+        struct timespec ts = to_timespec(deadline - ac_clock_mono_ns());
+        siginfo_t info;
+        int sig;
+        if (ac_clock_interrupted()) {
+            errno = EINTR;
+            return -1;
+        }
+        sig = sigtimedwait(&set, &info, &ts);
+        if (sig == -1) {
+            if (errno == EAGAIN)
+                return 0;
+            if (errno == EINTR)
+                continue;       /* re-checks the interrupt flag */
+            return -1;
+        }
+        /* Coalesce the burst of signals one change usually makes. */
+        drain_signals();
+        return 1;
+    }
+}
+
+static int wait_inotify(struct ac_dirwatch *w, int64_t deadline)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        struct pollfd pfd = { w->fd, POLLIN, 0 };
+        struct timespec ts = to_timespec(deadline - ac_clock_mono_ns());
+        int rc;
+        if (ac_clock_interrupted()) {
+            errno = EINTR;
+            return -1;
+        }
+        rc = ppoll(&pfd, 1, &ts, NULL);
+        if (rc == -1) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (rc == 0)
+            return 0;
+        while (read(w->fd, buf, sizeof buf) > 0) {
+        }
+        return 1;
+    }
+}
+
+int ac_dirwatch_wait(struct ac_dirwatch *w, int64_t timeout_ns)
+{
+    int64_t deadline = ac_clock_mono_ns() + (timeout_ns > 0 ? timeout_ns : 0);
+    if (!w)
+        return ac_clock_sleep_ns(timeout_ns) == -1 ? -1 : 0;
+    return w->kind == KIND_DNOTIFY ? wait_dnotify(deadline) : wait_inotify(w, deadline);
+}
+
+void ac_dirwatch_close(struct ac_dirwatch *w)
+{
+    if (!w)
+        return;
+    if (w->kind == KIND_DNOTIFY) {
+        fcntl(w->fd, F_NOTIFY, 0);
+        close(w->fd);
+        drain_signals();
+        sigprocmask(SIG_SETMASK, &w->old_mask, NULL);
+        dnotify_busy = 0;
+    } else {
+        close(w->fd);
+    }
+    free(w);
+}
+
+const char *ac_dirwatch_kind(const struct ac_dirwatch *w)
+{
+    if (!w)
+        return "none";
+    return w->kind == KIND_DNOTIFY ? "dnotify" : "inotify";
+}
