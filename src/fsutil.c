@@ -220,26 +220,10 @@ static int fault_at(const char *tag, const char *step)
     return AC_FAULT(point);
 }
 
-int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
-                    mode_t mode, int flags, const char *fault_tag)
+int ac_publish_temp(int dirfd, const char *tmp, int fd, const void *data, size_t len,
+                    const char *name, int flags, const char *fault_tag)
 {
-    char tmp[NAME_MAX + 1], rnd[9];
-    size_t nlen = strlen(name);
-    int fd = -1, saved, tries;
-    const char *base = name;
-
-    /* Keep the temp name within NAME_MAX whatever the target's length. */
-    if (nlen > NAME_MAX - 16)
-        base = name + (nlen - (NAME_MAX - 16));
-    for (tries = 0; tries < 100; tries++) {
-        random_suffix(rnd, 8);
-        snprintf(tmp, sizeof tmp, ".%s.%s.tmp", base[0] == '.' ? base + 1 : base, rnd);
-        fd = open_retry(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
-        if (fd != -1 || errno != EEXIST)
-            break;
-    }
-    if (fd == -1)
-        return -1;
+    int saved;
     if (fault_at(fault_tag, "write") == -1 || ac_write_all(fd, data, len) == -1)
         goto fail;
     if (fault_at(fault_tag, "fsync") == -1 || ac_fsync(fd) == -1)
@@ -272,6 +256,29 @@ fail:
     unlinkat(dirfd, tmp, 0);
     errno = saved;
     return -1;
+}
+
+int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
+                    mode_t mode, int flags, const char *fault_tag)
+{
+    char tmp[NAME_MAX + 1], rnd[9];
+    size_t nlen = strlen(name);
+    int fd = -1, tries;
+    const char *base = name;
+
+    /* Keep the temp name within NAME_MAX whatever the target's length. */
+    if (nlen > NAME_MAX - 16)
+        base = name + (nlen - (NAME_MAX - 16));
+    for (tries = 0; tries < 100; tries++) {
+        random_suffix(rnd, 8);
+        snprintf(tmp, sizeof tmp, ".%s.%s.tmp", base[0] == '.' ? base + 1 : base, rnd);
+        fd = open_retry(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+        if (fd != -1 || errno != EEXIST)
+            break;
+    }
+    if (fd == -1)
+        return -1;
+    return ac_publish_temp(dirfd, tmp, fd, data, len, name, flags, fault_tag);
 }
 
 int ac_rename_noreplace(int dirfd, const char *from, const char *to)

@@ -125,28 +125,19 @@ int ac_seq_high_write(int dirfd, uint64_t seq)
                            AC_ATOMIC_REPLACE | AC_ATOMIC_NO_DIRSYNC, "post.seqhigh");
 }
 
-static void reservation_name(char *out, size_t size, uint64_t seq)
+int ac_seq_reserve(int dirfd, uint64_t seq, char *name)
 {
-    snprintf(out, size, ".seqres-%" PRIu64, seq);
-}
-
-int ac_seq_reserve(int dirfd, uint64_t seq)
-{
-    char name[48];
     int fd;
-    reservation_name(name, sizeof name, seq);
+    snprintf(name, AC_SEQ_RESERVATION_MAX, ".seqres-%" PRIu64, seq);
     do
         fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     while (fd == -1 && errno == EINTR);
     if (fd == -1)
-        return errno == EEXIST ? 0 : -1;
-    close(fd);
-    return 1;
+        return errno == EEXIST ? AC_SEQ_TAKEN : -1;
+    return fd;
 }
 
-void ac_seq_unreserve(int dirfd, uint64_t seq)
+void ac_seq_unreserve(int dirfd, const char *name)
 {
-    char name[48];
-    reservation_name(name, sizeof name, seq);
     unlinkat(dirfd, name, 0);
 }

@@ -384,50 +384,51 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     f.body_len = req->body_len;
 
     for (;;) {
-        char *text;
+        char resv[AC_SEQ_RESERVATION_MAX], *text;
         size_t len;
+        int tfd = ac_seq_reserve(fd, seq, resv);
 
-        rc = ac_seq_reserve(fd, seq);
-        if (rc == -1) {
+        if (tfd == -1) {
             ac_err_sys(err, errno, NULL, "could not allocate a seq");
             goto fail;
         }
-        if (rc == 0) {          /* a second lock holder has it */
+        if (tfd == AC_SEQ_TAKEN) {      /* a second lock holder has it */
             seq++;
             continue;
         }
         high = ac_seq_high_read(fd);
         if (high >= seq) {
-            ac_seq_unreserve(fd, seq);
+            close(tfd);
+            ac_seq_unreserve(fd, resv);
             seq = high + 1;
             continue;
         }
-        if (ac_seq_high_write(fd, seq) == -1) {
-            ac_err_sys(err, errno, NULL, "could not record the seq high-water mark");
-            ac_seq_unreserve(fd, seq);
-            goto fail;
-        }
         f.seq = seq;
         text = ac_msg_compose(&f, &len);
-        if (!text) {
-            ac_err_sys(err, ENOMEM, NULL, "could not compose the message");
-            ac_seq_unreserve(fd, seq);
+        if (!text || ac_seq_high_write(fd, seq) == -1) {
+            int e = text ? errno : ENOMEM;
+            free(text);
+            close(tfd);
+            ac_seq_unreserve(fd, resv);
+            if (e == ENOMEM)
+                ac_err_sys(err, e, NULL, "could not compose the message");
+            else
+                ac_err_sys(err, e, NULL, "could not record the seq high-water mark");
             goto fail;
         }
         snprintf(out->name, sizeof out->name, "%04" PRIu64 "-%s-%s.md", seq, from_slug, title_slug);
-        rc = ac_write_atomic(fd, out->name, text, len, 0644,
+        /* The reservation file becomes the message (one file creation). */
+        rc = ac_publish_temp(fd, resv, tfd, text, len, out->name,
                              AC_ATOMIC_NOREPLACE | AC_ATOMIC_NO_DIRSYNC, "post.message");
         free(text);
         if (rc == 0)
             break;
-        ac_seq_unreserve(fd, seq);
         if (errno != EEXIST) {
             ac_err_sys(err, errno, NULL, "could not publish message %s", out->name);
             goto fail;
         }
         seq++;                  /* never overwrite an existing message */
     }
-    ac_seq_unreserve(fd, seq);
     out->seq = seq;
     if (AC_FAULT("post.dirsync") == -1 || ac_fsync_dir(fd) == -1) {
         ac_err_sys(err, errno, NULL, "could not sync channel directory");

@@ -77,6 +77,14 @@ enum {
 int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
                     mode_t mode, int flags, const char *fault_tag);
 
+/* The second half of ac_write_atomic for a temp file the caller created
+ * itself (O_EXCL, name starting with '.'), e.g. because the temp's name
+ * carries a meaning: write `len` bytes to `fd`, fsync, close it, publish
+ * `tmpname` as `name` (flags as above) and remove `tmpname`. On failure the
+ * temp is removed too. Always closes fd. errno is meaningful on failure. */
+int ac_publish_temp(int dirfd, const char *tmpname, int fd, const void *data, size_t len,
+                    const char *name, int flags, const char *fault_tag);
+
 /* Rename `from` to `to` inside dirfd without ever replacing `to`
  * (renameat2 RENAME_NOREPLACE, or link+unlink where unsupported).
  * errno EEXIST when `to` exists. */

@@ -14,9 +14,10 @@
  *   2. before using seq N a poster creates the reservation file
  *      `.seqres-N` with O_EXCL, then re-reads the high-water mark; a second
  *      holder trying N fails the O_EXCL or sees N in `.seqhigh` and moves on;
- *   3. the message is published with link(), which never overwrites.
- * The reservation is removed once the message is published; a crash may
- * leave one behind, which only burns that seq (fsck removes the file).
+ *   3. the message is written into that very reservation file and published
+ *      with link(), which never overwrites; then the reservation name goes.
+ * A crash may leave a reservation behind, which only burns that seq (fsck
+ * removes the file).
  *
  * Calling sequence:
  *     struct ac_seqlock lk;
@@ -61,8 +62,14 @@ uint64_t ac_seq_high_read(int dirfd);
 /* Raise the high-water mark to `seq` (atomic replace). errno on failure. */
 int ac_seq_high_write(int dirfd, uint64_t seq);
 
-/* Reserve seq N: 1 reserved, 0 taken by someone else, -1 error (errno). */
-int ac_seq_reserve(int dirfd, uint64_t seq);
-void ac_seq_unreserve(int dirfd, uint64_t seq);
+/* Reserve seq N by creating `.seqres-N` with O_EXCL. Returns the open
+ * descriptor of that file (the caller writes the message into it and
+ * publishes it with ac_publish_temp, which removes the reservation name),
+ * AC_SEQ_TAKEN when another poster holds N, or -1 with errno. The name is
+ * stored in `name` (at least AC_SEQ_RESERVATION_MAX bytes). */
+#define AC_SEQ_TAKEN (-2)
+#define AC_SEQ_RESERVATION_MAX 48
+int ac_seq_reserve(int dirfd, uint64_t seq, char *name);
+void ac_seq_unreserve(int dirfd, const char *name);
 
 #endif

@@ -113,15 +113,21 @@ local NONPRINTABLE_ENCODED = table.concat{
   "3t7.fcms,6o.47bj",
 }
 
-local NP_FIRST, NP_LAST = {}, {}
-do
-  local pos = 0
-  for gap, extra in NONPRINTABLE_ENCODED:gmatch("(%w+)%.(%w+)") do
-    local first = pos + tonumber(gap, 36)
-    local last = first + tonumber(extra, 36)
-    NP_FIRST[#NP_FIRST + 1], NP_LAST[#NP_LAST + 1] = first, last
-    pos = last + 1
+-- Decoded on first use: most commands never need it, and every command
+-- pays for what a module does when it loads.
+local NP_FIRST, NP_LAST
+local function nonprintable_ranges()
+  if not NP_FIRST then
+    NP_FIRST, NP_LAST = {}, {}
+    local pos = 0
+    for gap, extra in NONPRINTABLE_ENCODED:gmatch("(%w+)%.(%w+)") do
+      local first = pos + tonumber(gap, 36)
+      local last = first + tonumber(extra, 36)
+      NP_FIRST[#NP_FIRST + 1], NP_LAST[#NP_LAST + 1] = first, last
+      pos = last + 1
+    end
   end
+  return NP_FIRST, NP_LAST
 end
 
 --- str.isspace() for one code point.
@@ -131,12 +137,13 @@ end
 
 --- str.isprintable() for one code point (binary search in the ranges).
 function M.is_printable(cp)
-  local lo, hi = 1, #NP_FIRST
+  local first, last = nonprintable_ranges()
+  local lo, hi = 1, #first
   while lo <= hi do
     local mid = (lo + hi) // 2
-    if cp < NP_FIRST[mid] then
+    if cp < first[mid] then
       hi = mid - 1
-    elseif cp > NP_LAST[mid] then
+    elseif cp > last[mid] then
       lo = mid + 1
     else
       return false
