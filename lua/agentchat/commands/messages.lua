@@ -117,11 +117,10 @@ local function cmd_init(args, ctx)
     return rc
   end
   local members = args.members and split_list(args.members) or {}
-  local ch, msg, code, exit = root:init(args.channel, { members = members, topic = args.topic or "" })
+  local ch <close>, msg, code, exit = root:init(args.channel, { members = members, topic = args.topic or "" })
   if not ch then
     return ctx.fail(msg, code, exit)
   end
-  ch:close()
   ctx.out(string.format("created channel '%s' at %s  members=%s\n", args.channel,
     ac.join_path(root.path, args.channel),
     #members > 0 and table.concat(members, ", ") or "(open)"))
@@ -163,12 +162,11 @@ local function cmd_channels(args, ctx)
 end
 
 local function cmd_roster(args, ctx)
-  local ch, rc = open_channel(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
   local r, msg, code, exit = ch:roster()
-  ch:close()
   if not r then
     return ctx.fail(msg, code, exit)
   end
@@ -212,27 +210,24 @@ local function read_body(args, ctx)
 end
 
 local function cmd_post(args, ctx)
-  local ch, rc = open_channel(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
   for _, f in ipairs({ { args.from, "--from" }, { args.title, "--title" },
                        { args.to, "--to" }, { args.status, "--status" } }) do
     if f[1] and not text_ok(ctx, f[1], f[2]) then
-      ch:close()
       return 1
     end
   end
   local body, brc = read_body(args, ctx)
   if not body then
-    ch:close()
     return brc
   end
   local res, msg, code, exit = ch:post{
     from = args.from, to = args.to, title = args.title, body = body,
     reply = args.reply or "0", status = args.status,
   }
-  ch:close()
   if not res then
     return ctx.fail(msg, code, exit)
   end
@@ -241,13 +236,12 @@ local function cmd_post(args, ctx)
 end
 
 local function cmd_read(args, ctx)
-  local ch, rc = open_channel(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
   local batch, msg, code, exit = ch:fetch{ as = args.as, all = args.all }
   if not batch then
-    ch:close()
     return ctx.fail(msg, code, exit)
   end
   warn_skipped(ctx, batch)
@@ -259,30 +253,26 @@ local function cmd_read(args, ctx)
   end
   -- The cursor moves only once the messages are out.
   if not ctx.flush() then
-    ch:close()
     return 1
   end
   if not args.peek then
     local ok
     ok, msg, code, exit = ch:commit(batch)
     if not ok then
-      ch:close()
       return ctx.fail(msg, code, exit)
     end
   end
-  ch:close()
   return 0
 end
 
 local function cmd_wait(args, ctx)
-  local ch, rc = open_channel(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
   local batch, msg, code, exit = ch:wait{ as = args.as, timeout = args.timeout,
                                           interval = args.interval, peek = true }
   if not batch then
-    ch:close()
     if code == "ETIMEDOUT" then
       ctx.err(string.format("(timeout after %ss: no new messages for %s in '%s')\n",
         py.float_repr(args.timeout), args.as, args.channel))
@@ -293,12 +283,10 @@ local function cmd_wait(args, ctx)
   warn_skipped(ctx, batch)
   show_messages(ctx, batch.messages)
   if not ctx.flush() then
-    ch:close()
     return 1
   end
   local ok
   ok, msg, code, exit = ch:commit(batch)
-  ch:close()
   if not ok then
     return ctx.fail(msg, code, exit)
   end
@@ -306,16 +294,14 @@ local function cmd_wait(args, ctx)
 end
 
 local function cmd_peek(args, ctx)
-  local ch, rc = open_channel(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
   if args.n <= 0 then
-    ch:close()
     return 0
   end
   local batch, msg, code, exit = ch:peek(args.n)
-  ch:close()
   if not batch then
     return ctx.fail(msg, code, exit)
   end
@@ -334,13 +320,12 @@ local function cmd_claim(args, ctx)
   if not ok then
     return ctx.fail(msg, code, exit)
   end
-  local ch, rc = open_channel(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
   local dest
   dest, msg, code, exit = ch:claim(args.task, { as = args.as })
-  ch:close()
   if not dest then
     return ctx.fail(msg, code, exit)
   end
