@@ -70,6 +70,11 @@ static struct l_chan *check_chan(lua_State *L, int idx)
     return c;
 }
 
+struct ac_chan *ac_lua_checkchan(lua_State *L, int idx)
+{
+    return check_chan(L, idx)->ch;
+}
+
 /* Optional string field of the table at idx (raises on a wrong type). */
 static const char *opt_field_string(lua_State *L, int idx, const char *key, const char *def)
 {

@@ -106,6 +106,10 @@ static void register_modules(lua_State *L)
     lua_setfield(L, -2, "agentchat.store");
     lua_pushcfunction(L, luaopen_agentchat_sys);
     lua_setfield(L, -2, "agentchat.sys");
+    lua_pushcfunction(L, luaopen_agentchat_tasks);
+    lua_setfield(L, -2, "agentchat.tasks");
+    lua_pushcfunction(L, luaopen_agentchat_pathlocks);
+    lua_setfield(L, -2, "agentchat.pathlocks");
     if (dev && *dev) {
         /* Development: load the Lua modules from disk instead. */
         lua_getglobal(L, "package");

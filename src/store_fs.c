@@ -522,6 +522,11 @@ static int fs_marker_claim(struct ac_chan *base, const char *marker, const char 
     return 0;
 }
 
+static int fs_chan_dirfd(struct ac_chan *base)
+{
+    return fs_chan(base)->fd;
+}
+
 static const struct ac_store_ops fs_ops = {
     "fs",
     fs_destroy,
@@ -539,4 +544,5 @@ static const struct ac_store_ops fs_ops = {
     fs_watch_wait,
     fs_watch_close,
     fs_marker_claim,
+    fs_chan_dirfd,
 };

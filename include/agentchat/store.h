@@ -88,6 +88,10 @@ struct ac_store_ops {
      * the seq lock. CLAIM_LOST (exit 3) if missing or taken. */
     int (*marker_claim)(struct ac_chan *ch, const char *marker, const char *agent,
                         char *dest, size_t dest_size, struct ac_err *err);
+    /* The channel directory descriptor, for the record stores (task board,
+     * path locks) whose journals are file-system transactions; -1 for a
+     * backend without one (they then report an unsupported backend). */
+    int (*chan_dirfd)(struct ac_chan *ch);
 };
 
 struct ac_store {

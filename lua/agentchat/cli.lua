@@ -11,6 +11,8 @@ local M = {}
 -- default: handler(args, ctx) -> exit code.
 M.families = {
   "agentchat.commands.messages",
+  "agentchat.commands.locks",
+  "agentchat.commands.tasks",
   "agentchat.commands.scripting",
 }
 

@@ -1,0 +1,40 @@
+/*
+ * mutex.h - the advisory mutation locks of the task board and path locks
+ * (SPEC.md 4 "Advisory locks").
+ *
+ * `<channel>/_tasks.lock` and `<channel>/.path-locks.lock` are empty
+ * regular files; the lock is flock(LOCK_EX|LOCK_NB) on them, retried every
+ * 10 ms for up to 10 s, exactly as the Python tool takes them, so both tools
+ * exclude each other. Readers take the same lock.
+ *
+ * Why flock: classic fcntl locks are per process and vanish when any
+ * descriptor of the file is closed (SQLite's essay in os_unix.c); flock
+ * belongs to the open file description. The lock file is opened with
+ * O_NOFOLLOW (a symlink there is refused), must be a regular file, and
+ * after locking we check that the name still refers to the inode we locked
+ * (SQLite's fileHasMoved): someone may have replaced the file meanwhile.
+ *
+ * Calling sequence:
+ *     struct ac_mutex m;
+ *     int rc = ac_mutex_acquire(chfd, "_tasks.lock", &m);  // 0, AC_MUTEX_TIMEOUT, -1
+ *     ... mutate ...
+ *     ac_mutex_release(&m);
+ */
+#ifndef AGENTCHAT_MUTEX_H
+#define AGENTCHAT_MUTEX_H
+
+#define AC_MUTEX_TIMEOUT 1
+
+struct ac_mutex {
+    int fd;
+};
+
+/* 0 acquired; AC_MUTEX_TIMEOUT after 10 s of trying; -1 with errno on an
+ * error (EINTR when interrupted, ELOOP/EINVAL for a lock path that is not a
+ * regular file). */
+int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m);
+
+/* Release (idempotent). */
+void ac_mutex_release(struct ac_mutex *m);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * pathnorm.h - workspace-relative paths (SPEC.md 3.7 "Path normalization",
+ * also used for task files_hint, SPEC.md 3.5).
+ *
+ * A path given by an agent is taken relative to the channel directory and
+ * must stay inside it. Checks, in this order, each with the Python tool's
+ * message:
+ *   ""                              path must be a non-empty string
+ *   a control character (Cc)        path contains a forbidden control character
+ *   '\\'                             backslashes are not valid portable separators
+ *   leading '/', "//x", "C:/x", or ':' in the first segment
+ *                                   absolute paths are not allowed
+ *   ':' in a later segment          path names may not contain ':'
+ *   a ".." segment                  parent traversal is not allowed
+ * Then "." and empty segments collapse, a trailing '/' goes ("./a//b/" is
+ * "a/b", "./." is "."), and symlinks are resolved component by component
+ * (never with the kernel following them for us): a link leading outside the
+ * channel gives "path resolves outside the channel workspace". The result
+ * is what the Python tool's Path.resolve().relative_to(channel) gives.
+ */
+#ifndef AGENTCHAT_PATHNORM_H
+#define AGENTCHAT_PATHNORM_H
+
+#include <stddef.h>
+
+#define AC_RELPATH_MAX 4096
+
+/* The lexical checks only. Returns NULL when fine, else the message. */
+const char *ac_relpath_problem(const char *path);
+
+/* Check and resolve `path` inside the channel directory chfd. On success
+ * returns 0, `out` holds the normalized workspace-relative path and
+ * *is_dir tells whether it exists as a directory now. On failure returns -1
+ * and *why is the message (a static string). */
+int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
+                       int *is_dir, const char **why);
+
+#endif

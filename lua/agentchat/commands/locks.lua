@@ -1,0 +1,7 @@
+-- agentchat.commands.locks: placeholder until its issue lands.
+local M = {}
+
+function M.register(_)
+end
+
+return M

@@ -1,0 +1,250 @@
+/*
+ * l_json.c - JSON for Lua, byte-compatible with Python: module "agentchat.json".
+ *
+ *   local json = require "agentchat.json"
+ *   json.loads(text)                 -- value | nil, python_error_text, "JSON_INVALID"
+ *   json.dumps(value, {indent=2, sort_keys=true, ensure_ascii=false,
+ *                      separators={", ", ": "}})   -- Python json.dumps
+ *   json.null                        -- JSON null (the same light userdata as cjson.null)
+ *   json.array(t)                    -- mark a table as a JSON array (empty ones too)
+ *   json.is_array(t)
+ *
+ * Decoding uses the Python-compatible parser (pyjson.h), encoding the
+ * Python-compatible writer (json.h), so records round-trip byte for byte.
+ * Tables decoded from arrays carry json.array_mt; a table without it is an
+ * object when it has non-integer keys or is empty and unmarked.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "agentchat/json.h"
+#include "agentchat/lua_host.h"
+#include "agentchat/pyjson.h"
+
+#define ARRAY_MT "agentchat.json.array"
+#define MAX_DEPTH 1000
+
+void ac_lua_push_json(lua_State *L, const json_t *v)
+{
+    luaL_checkstack(L, 4, "JSON nesting too deep");
+    switch (json_typeof(v)) {
+    case JSON_NULL:
+        lua_pushlightuserdata(L, NULL);
+        break;
+    case JSON_TRUE:
+        lua_pushboolean(L, 1);
+        break;
+    case JSON_FALSE:
+        lua_pushboolean(L, 0);
+        break;
+    case JSON_INTEGER:
+        lua_pushinteger(L, (lua_Integer)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        lua_pushnumber(L, json_real_value(v));
+        break;
+    case JSON_STRING:
+        lua_pushlstring(L, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *item;
+        lua_createtable(L, (int)json_array_size(v), 0);
+        json_array_foreach(v, i, item) {
+            ac_lua_push_json(L, item);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        luaL_setmetatable(L, ARRAY_MT);
+        break;
+    }
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *item;
+        if (ac_pyjson_is_nonfinite(v)) {
+            json_t *s = json_object_get(v, AC_PYJSON_NONFINITE_KEY);
+            const char *t = json_string_value(s);
+            lua_pushnumber(L, t && strcmp(t, "NaN") == 0 ? NAN
+                              : t && t[0] == '-' ? -HUGE_VAL : HUGE_VAL);
+            break;
+        }
+        lua_createtable(L, 0, (int)json_object_size(v));
+        json_object_foreach((json_t *)v, key, item) {
+            ac_lua_push_json(L, item);
+            lua_setfield(L, -2, key);
+        }
+        break;
+    }
+    }
+}
+
+/* Convert the Lua value at idx to a new jansson value (may raise). */
+static json_t *to_json(lua_State *L, int idx, int depth)
+{
+    int t = lua_type(L, idx);
+    if (depth > MAX_DEPTH)
+        luaL_error(L, "json.dumps: nesting deeper than %d", MAX_DEPTH);
+    idx = lua_absindex(L, idx);
+    switch (t) {
+    case LUA_TNIL:
+        return json_null();
+    case LUA_TLIGHTUSERDATA:
+        if (lua_touserdata(L, idx) == NULL)
+            return json_null();
+        break;
+    case LUA_TBOOLEAN:
+        return json_boolean(lua_toboolean(L, idx));
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            return json_integer((json_int_t)lua_tointeger(L, idx));
+        return json_real((double)lua_tonumber(L, idx));
+    case LUA_TSTRING: {
+        size_t len;
+        const char *s = lua_tolstring(L, idx, &len);
+        json_t *j = json_stringn(s, len);
+        if (!j)
+            luaL_error(L, "json.dumps: string is not valid UTF-8");
+        return j;
+    }
+    case LUA_TTABLE: {
+        int is_array = 0;
+        lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+        if (lua_getmetatable(L, idx)) {
+            luaL_getmetatable(L, ARRAY_MT);
+            is_array = lua_rawequal(L, -1, -2);
+            lua_pop(L, 2);
+        }
+        if (!is_array && n > 0) {
+            /* A plain sequence with no other keys is an array too. */
+            lua_Integer count = 0;
+            lua_pushnil(L);
+            while (lua_next(L, idx)) {
+                count++;
+                lua_pop(L, 1);
+            }
+            is_array = count == n;
+        }
+        if (is_array) {
+            json_t *arr = json_array();
+            lua_Integer i;
+            for (i = 1; i <= n; i++) {
+                lua_rawgeti(L, idx, i);
+                json_array_append_new(arr, to_json(L, -1, depth + 1));
+                lua_pop(L, 1);
+            }
+            return arr;
+        } else {
+            json_t *obj = json_object();
+            lua_pushnil(L);
+            while (lua_next(L, idx)) {
+                if (lua_type(L, -2) != LUA_TSTRING) {
+                    json_decref(obj);
+                    luaL_error(L, "json.dumps: object keys must be strings");
+                }
+                json_object_set_new(obj, lua_tostring(L, -2), to_json(L, -1, depth + 1));
+                lua_pop(L, 1);
+            }
+            return obj;
+        }
+    }
+    default:
+        break;
+    }
+    luaL_error(L, "json.dumps: cannot encode a %s", luaL_typename(L, idx));
+    return NULL;
+}
+
+static int l_loads(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    char err[256];
+    json_t *v = ac_pyjson_loads(s, len, 0, err, sizeof err);
+    if (!v)
+        return ac_lua_fail(L, "JSON_INVALID", 1, err);
+    ac_lua_push_json(L, v);
+    json_decref(v);
+    return 1;
+}
+
+static int l_dumps(lua_State *L)
+{
+    struct ac_json_style st = { -1, 1, 0, ", ", ": " };
+    json_t *v;
+    char *out;
+    size_t len;
+
+    if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "indent");
+        if (!lua_isnil(L, -1))
+            st.indent = (int)luaL_checkinteger(L, -1);
+        lua_getfield(L, 2, "sort_keys");
+        st.sort_keys = lua_toboolean(L, -1);
+        lua_getfield(L, 2, "ensure_ascii");
+        if (!lua_isnil(L, -1))
+            st.ensure_ascii = lua_toboolean(L, -1);
+        lua_getfield(L, 2, "separators");
+        if (lua_istable(L, -1)) {
+            lua_rawgeti(L, -1, 1);
+            lua_rawgeti(L, -2, 2);
+            st.item_sep = luaL_checkstring(L, -2);   /* kept alive by the options table */
+            st.key_sep = luaL_checkstring(L, -1);
+        } else if (st.indent >= 0) {
+            st.item_sep = ",";
+        }
+        lua_settop(L, 2);
+    }
+    lua_pushvalue(L, 1);
+    v = to_json(L, -1, 0);      /* may raise */
+    out = ac_json_dump(v, &st, &len);
+    json_decref(v);
+    if (!out)
+        return luaL_error(L, "json.dumps: out of memory");
+    lua_pushlstring(L, out, len);
+    free(out);
+    return 1;
+}
+
+static int l_array(lua_State *L)
+{
+    if (lua_isnoneornil(L, 1))
+        lua_newtable(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    luaL_setmetatable(L, ARRAY_MT);
+    return 1;
+}
+
+static int l_is_array(lua_State *L)
+{
+    int r = 0;
+    if (lua_istable(L, 1) && lua_getmetatable(L, 1)) {
+        luaL_getmetatable(L, ARRAY_MT);
+        r = lua_rawequal(L, -1, -2);
+    }
+    lua_pushboolean(L, r);
+    return 1;
+}
+
+static const luaL_Reg funcs[] = {
+    { "loads", l_loads },
+    { "dumps", l_dumps },
+    { "array", l_array },
+    { "is_array", l_is_array },
+    { NULL, NULL }
+};
+
+int luaopen_agentchat_json(lua_State *L)
+{
+    luaL_newmetatable(L, ARRAY_MT);
+    lua_pop(L, 1);
+    luaL_newlib(L, funcs);
+    lua_pushlightuserdata(L, NULL);
+    lua_setfield(L, -2, "null");
+    luaL_getmetatable(L, ARRAY_MT);
+    lua_setfield(L, -2, "array_mt");
+    return 1;
+}

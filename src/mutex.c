@@ -1,0 +1,76 @@
+/* mutex.c - flock mutation locks; see include/agentchat/mutex.h. */
+#include "agentchat/mutex.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agentchat/clock.h"
+#include "agentchat/fault.h"
+
+#define RETRY_NS (10 * 1000000LL)
+#define DEADLINE_NS (10 * 1000000000LL)
+
+/* Open (creating if needed) the lock file as a regular file. */
+static int open_lock(int dirfd, const char *name)
+{
+    struct stat st;
+    int fd;
+    do
+        fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    while (fd == -1 && errno == EINTR);
+    if (fd == -1)
+        return -1;
+    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
+/* After locking: does `name` still refer to the inode we hold? */
+static int still_ours(int dirfd, const char *name, int fd)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m)
+{
+    int64_t deadline = ac_clock_mono_ns() + DEADLINE_NS;
+    m->fd = -1;
+    if (AC_FAULT("mutex.acquire") == -1)
+        return -1;
+    for (;;) {
+        int fd = open_lock(dirfd, name);
+        if (fd == -1)
+            return -1;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            if (still_ours(dirfd, name, fd)) {
+                m->fd = fd;
+                return 0;
+            }
+            close(fd);          /* replaced under us: lock the new one */
+            continue;
+        }
+        close(fd);
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        if (ac_clock_mono_ns() >= deadline)
+            return AC_MUTEX_TIMEOUT;
+        if (ac_clock_sleep_ns(RETRY_NS) == -1)
+            return -1;          /* EINTR: interrupted */
+    }
+}
+
+void ac_mutex_release(struct ac_mutex *m)
+{
+    if (m->fd != -1) {
+        close(m->fd);           /* closing the only descriptor drops the flock */
+        m->fd = -1;
+    }
+}
