@@ -406,8 +406,17 @@ function Channel:claim(marker, opts)
   return self._h:claim_marker(marker, opts.as)
 end
 
+--- The raw "agentchat.channel" handle (for the C bindings of other families).
+function Channel:handle()
+  return self._h
+end
+
 M.Root = Root
 M.Channel = Channel
+
+-- Each family adds its methods to Channel (one file per family).
+require("agentchat.api.tasks").install(Channel, M)
+require("agentchat.api.locks").install(Channel, M)
 M.errors = errors
 M.pycompat = py
 M.version = "0.1.0"
