@@ -46,8 +46,11 @@ LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) -lm
 RUNTIME_SRC := src/err.c src/fault.c src/fsutil.c src/utf8.c src/pystr.c src/slug.c \
                src/buf.c src/json.c src/clock.c src/channel.c src/frontmatter.c \
                src/dirwatch.c src/scan.c src/seq.c src/cursor.c src/store.c src/store_fs.c \
-               src/wait.c src/mutex.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c
-HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c
+               src/wait.c src/mutex.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c \
+               src/taskrec.c src/board.c src/lease.c
+RUNTIME_SRC += src/pyjson.c
+HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
+            src/l_json.c
 LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/%.o)

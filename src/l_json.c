@@ -65,10 +65,7 @@ void ac_lua_push_json(lua_State *L, const json_t *v)
         const char *key;
         json_t *item;
         if (ac_pyjson_is_nonfinite(v)) {
-            json_t *s = json_object_get(v, AC_PYJSON_NONFINITE_KEY);
-            const char *t = json_string_value(s);
-            lua_pushnumber(L, t && strcmp(t, "NaN") == 0 ? NAN
-                              : t && t[0] == '-' ? -HUGE_VAL : HUGE_VAL);
+            lua_pushnumber(L, ac_pyjson_nonfinite_value(v));
             break;
         }
         lua_createtable(L, 0, (int)json_object_size(v));
@@ -162,7 +159,7 @@ static int l_loads(lua_State *L)
     size_t len;
     const char *s = luaL_checklstring(L, 1, &len);
     char err[256];
-    json_t *v = ac_pyjson_loads(s, len, 0, err, sizeof err);
+    json_t *v = ac_pyjson_loads(s, len, 0, err, sizeof err);   /* json.loads(str) */
     if (!v)
         return ac_lua_fail(L, "JSON_INVALID", 1, err);
     ac_lua_push_json(L, v);

@@ -1,12 +1,298 @@
-/* l_tasks.c - Lua binding of the task board: module "agentchat.tasks".
- * (Placeholder until the task-board issue lands.) */
+/*
+ * l_tasks.c - Lua binding of the task board: module "agentchat.tasks".
+ *
+ * Every function takes an open channel userdata (store:channel()) and runs
+ * one board operation under the channel's _tasks.lock (board.h, lease.h):
+ *
+ *   tasks.list(ch)                          -- { record, ... } sorted by id
+ *   tasks.show(ch, id)                      -- record, blocking
+ *       (blocking: "" when every dependency is done, else "a=open, b=blocked")
+ *   tasks.create(ch, {id=, created_by=, title=, owner=, depends_on={},
+ *                     files_hint={}, acceptance={}, branch=})   -- record
+ *   tasks.update(ch, id, actor, {title=, owner=, clear_owner=, depends_on=,
+ *                files_hint=, acceptance=, branch=, clear_branch=, status=})
+ *   tasks.lease(ch, op, id, actor, seconds, reason)   -- record
+ *       (op: "claim", "renew", "release", "done", "block", "recover")
+ *   tasks.recover_pending(ch, actor, resolve)         -- true
+ *
+ * A record is a table with the twelve fields; JSON null fields are absent
+ * (nil). Expected failures return nil, message, code, exit (SPEC.md 2.4:
+ * TASK_* and LEASE_* exit 2); wrong argument types raise.
+ */
+#include <stdlib.h>
+#include <string.h>
+
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "agentchat/board.h"
+#include "agentchat/lease.h"
 #include "agentchat/lua_host.h"
+#include "agentchat/taskrec.h"
+
+static int fail(lua_State *L, const struct ac_err *err)
+{
+    return ac_lua_fail(L, err->code ? err->code : "TASK_IO_ERROR",
+                       err->exit_code ? err->exit_code : 2, err->msg);
+}
+
+/* A record as a Lua table: null fields left out. */
+static void push_record(lua_State *L, const json_t *rec)
+{
+    size_t i;
+    lua_createtable(L, 0, AC_TASK_NFIELDS);
+    for (i = 0; i < AC_TASK_NFIELDS; i++) {
+        json_t *v = json_object_get(rec, ac_task_fields[i]);
+        if (!v || json_is_null(v))
+            continue;
+        ac_lua_push_json(L, v);
+        lua_setfield(L, -2, ac_task_fields[i]);
+    }
+}
+
+/* Optional string field; "" stays "". */
+static const char *opt_string(lua_State *L, int idx, const char *key)
+{
+    const char *s;
+    lua_getfield(L, idx, key);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "field '%s' must be a string", key);
+    s = lua_tostring(L, -1);
+    lua_pop(L, 1);      /* kept alive by the table */
+    return s;
+}
+
+/* Optional list of strings as a JSON array (new reference, or NULL). */
+static json_t *opt_list(lua_State *L, int idx, const char *key, int *bad_text)
+{
+    json_t *arr;
+    lua_Integer i, n;
+    lua_getfield(L, idx, key);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    luaL_checktype(L, -1, LUA_TTABLE);
+    arr = json_array();
+    n = luaL_len(L, -1);
+    for (i = 1; i <= n; i++) {
+        size_t len;
+        const char *s;
+        json_t *item;
+        lua_geti(L, -1, i);
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            json_decref(arr);
+            luaL_error(L, "field '%s' must be a list of strings", key);
+        }
+        s = lua_tolstring(L, -1, &len);
+        item = json_stringn(s, len);
+        if (!item)
+            *bad_text = 1;
+        else
+            json_array_append_new(arr, item);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return arr;
+}
+
+static int bad_utf8(lua_State *L)
+{
+    return ac_lua_fail(L, "INVALID_UTF8", 2, "task fields must be valid UTF-8 text");
+}
+
+static int open_board(lua_State *L, int mode, struct ac_board *b)
+{
+    struct ac_chan *ch = ac_lua_checkchan(L, 1);
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_board_open(ch, mode, b, &err) == -1)
+        return fail(L, &err);
+    return 0;
+}
+
+static int l_list(lua_State *L)
+{
+    struct ac_board b;
+    size_t i;
+    json_t *id;
+    int n = open_board(L, AC_BOARD_READ, &b);
+    if (n)
+        return n;
+    lua_createtable(L, (int)json_array_size(b.ids), 0);
+    json_array_foreach(b.ids, i, id) {
+        push_record(L, json_object_get(b.tasks, json_string_value(id)));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    ac_board_close(&b);
+    return 1;
+}
+
+static int l_show(lua_State *L)
+{
+    struct ac_board b;
+    struct ac_err err = AC_ERR_INIT;
+    const char *id = luaL_checkstring(L, 2);
+    json_t *rec;
+    char *blocking;
+    int n = open_board(L, AC_BOARD_READ, &b);
+    if (n)
+        return n;
+    rec = ac_board_get(&b, id, &err);
+    if (!rec) {
+        ac_board_close(&b);
+        return fail(L, &err);
+    }
+    blocking = ac_board_blocking(&b, rec, 1);
+    push_record(L, rec);
+    lua_pushstring(L, blocking ? blocking : "");
+    free(blocking);
+    ac_board_close(&b);
+    return 2;
+}
+
+static int l_create(lua_State *L)
+{
+    struct ac_task_spec spec;
+    struct ac_board b;
+    struct ac_err err = AC_ERR_INIT;
+    json_t *out = NULL;
+    int bad = 0, rc, n;
+
+    ac_lua_checkchan(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    memset(&spec, 0, sizeof spec);
+    spec.id = opt_string(L, 2, "id");
+    spec.created_by = opt_string(L, 2, "created_by");
+    spec.title = opt_string(L, 2, "title");
+    if (!spec.id || !spec.created_by || !spec.title)
+        return luaL_error(L, "tasks.create needs id, created_by and title");
+    spec.owner = opt_string(L, 2, "owner");
+    spec.branch = opt_string(L, 2, "branch");
+    spec.depends_on = opt_list(L, 2, "depends_on", &bad);
+    spec.files_hint = opt_list(L, 2, "files_hint", &bad);
+    spec.acceptance = opt_list(L, 2, "acceptance", &bad);
+    if (!spec.depends_on)
+        spec.depends_on = json_array();
+    if (!spec.files_hint)
+        spec.files_hint = json_array();
+    if (!spec.acceptance)
+        spec.acceptance = json_array();
+    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
+    if (n == 0) {
+        rc = ac_board_create(&b, &spec, &out, &err);
+        ac_board_close(&b);
+        if (rc == -1)
+            n = fail(L, &err);
+        else {
+            push_record(L, out);
+            json_decref(out);
+            n = 1;
+        }
+    }
+    json_decref(spec.depends_on);
+    json_decref(spec.files_hint);
+    json_decref(spec.acceptance);
+    return n;
+}
+
+static int l_update(lua_State *L)
+{
+    struct ac_task_change chg;
+    struct ac_board b;
+    struct ac_err err = AC_ERR_INIT;
+    const char *id = luaL_checkstring(L, 2), *actor = luaL_checkstring(L, 3);
+    json_t *out = NULL;
+    int bad = 0, rc, n;
+
+    ac_lua_checkchan(L, 1);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    memset(&chg, 0, sizeof chg);
+    chg.title = opt_string(L, 4, "title");
+    chg.owner = opt_string(L, 4, "owner");
+    chg.branch = opt_string(L, 4, "branch");
+    chg.status = opt_string(L, 4, "status");
+    lua_getfield(L, 4, "clear_owner");
+    chg.clear_owner = lua_toboolean(L, -1);
+    lua_getfield(L, 4, "clear_branch");
+    chg.clear_branch = lua_toboolean(L, -1);
+    lua_pop(L, 2);
+    chg.depends_on = opt_list(L, 4, "depends_on", &bad);
+    chg.files_hint = opt_list(L, 4, "files_hint", &bad);
+    chg.acceptance = opt_list(L, 4, "acceptance", &bad);
+    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
+    if (n == 0) {
+        rc = ac_board_update(&b, id, actor, &chg, &out, &err);
+        ac_board_close(&b);
+        if (rc == -1)
+            n = fail(L, &err);
+        else {
+            push_record(L, out);
+            json_decref(out);
+            n = 1;
+        }
+    }
+    json_decref(chg.depends_on);
+    json_decref(chg.files_hint);
+    json_decref(chg.acceptance);
+    return n;
+}
+
+static int l_lease(lua_State *L)
+{
+    static const char *const ops[] = { "claim", "renew", "release", "done", "block", "recover", NULL };
+    static const enum ac_lease_op codes[] = { AC_LEASE_CLAIM, AC_LEASE_RENEW, AC_LEASE_RELEASE,
+                                              AC_LEASE_DONE, AC_LEASE_BLOCK, AC_LEASE_RECOVER };
+    int op = luaL_checkoption(L, 2, NULL, ops);
+    const char *id = luaL_checkstring(L, 3), *actor = luaL_checkstring(L, 4);
+    double seconds = (double)luaL_optnumber(L, 5, 300.0);
+    const char *reason = luaL_optstring(L, 6, NULL);
+    struct ac_board b;
+    struct ac_err err = AC_ERR_INIT;
+    json_t *out = NULL;
+    int n = open_board(L, AC_BOARD_WRITE, &b), rc;
+    if (n)
+        return n;
+    rc = ac_lease_apply(&b, codes[op], id, actor, seconds, reason, &out, &err);
+    ac_board_close(&b);
+    if (rc == -1)
+        return fail(L, &err);
+    push_record(L, out);
+    json_decref(out);
+    return 1;
+}
+
+static int l_recover_pending(lua_State *L)
+{
+    const char *actor = luaL_checkstring(L, 2), *resolve = luaL_optstring(L, 3, NULL);
+    struct ac_board b;
+    struct ac_err err = AC_ERR_INIT;
+    int n = open_board(L, AC_BOARD_WRITE, &b), rc;
+    if (n)
+        return n;
+    rc = ac_lease_recover_pending(&b, actor, resolve, &err);
+    ac_board_close(&b);
+    if (rc == -1)
+        return fail(L, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static const luaL_Reg funcs[] = {
+    { "list", l_list },
+    { "show", l_show },
+    { "create", l_create },
+    { "update", l_update },
+    { "lease", l_lease },
+    { "recover_pending", l_recover_pending },
+    { NULL, NULL }
+};
 
 int luaopen_agentchat_tasks(lua_State *L)
 {
-    lua_newtable(L);
+    luaL_newlib(L, funcs);
     return 1;
 }

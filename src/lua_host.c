@@ -108,6 +108,8 @@ static void register_modules(lua_State *L)
     lua_setfield(L, -2, "agentchat.sys");
     lua_pushcfunction(L, luaopen_agentchat_tasks);
     lua_setfield(L, -2, "agentchat.tasks");
+    lua_pushcfunction(L, luaopen_agentchat_json);
+    lua_setfield(L, -2, "agentchat.json");
     lua_pushcfunction(L, luaopen_agentchat_pathlocks);
     lua_setfield(L, -2, "agentchat.pathlocks");
     if (dev && *dev) {

@@ -5,6 +5,9 @@
  *   spaces: every code point with chr(c).isspace(). */
 #include "agentchat/pystr.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "agentchat/utf8.h"
 
 static const uint32_t decimal_zeros[] = {
@@ -204,4 +207,76 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
         return -1;
     *value = neg ? -(int64_t)v : (int64_t)v;
     return 0;
+}
+
+int ac_py_isprintable(uint32_t cp)
+{
+    if (cp < 0x20 || (cp >= 0x7f && cp <= 0xa0) || cp == 0xad)
+        return 0;
+    if (cp < 0x7f)
+        return 1;
+    if (cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202f) ||
+        (cp >= 0x205f && cp <= 0x206f) || cp == 0x3000 || cp == 0xfeff ||
+        (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0x600 && cp <= 0x605) || cp == 0x61c ||
+        cp == 0x6dd || cp == 0x70f || cp == 0x180e || (cp >= 0xd800 && cp <= 0xf8ff) ||
+        cp >= 0xf0000 || (cp >= 0xe0000 && cp <= 0xe0fff))
+        return 0;
+    return 1;
+}
+
+char *ac_py_repr(const char *s, char *out, size_t outsz)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0, o = 0;
+    char quote = '\'';
+    char esc[16];
+
+    if (outsz < 3) {
+        if (outsz)
+            out[0] = '\0';
+        return out;
+    }
+    if (strchr(s, '\'') && !strchr(s, '"'))
+        quote = '"';
+    out[o++] = quote;
+    while (i < len) {
+        uint32_t cp;
+        size_t n, el;
+        if (p[i] < 0x80) {
+            cp = p[i];
+            n = 1;
+        } else {
+            n = ac_utf8_decode(p + i, len - i, &cp);
+            if (n == 0) {
+                cp = 0xdc00 + p[i];
+                n = 1;
+            }
+        }
+        if (cp == '\\' || cp == (uint32_t)quote)
+            el = (size_t)snprintf(esc, sizeof esc, "\\%c", (char)cp);
+        else if (cp == '\t')
+            el = (size_t)snprintf(esc, sizeof esc, "\\t");
+        else if (cp == '\n')
+            el = (size_t)snprintf(esc, sizeof esc, "\\n");
+        else if (cp == '\r')
+            el = (size_t)snprintf(esc, sizeof esc, "\\r");
+        else if (cp >= 0xdc80 && cp <= 0xdcff && n == 1 && p[i] >= 0x80)
+            el = (size_t)snprintf(esc, sizeof esc, "\\udc%02x", (unsigned)p[i]);
+        else if (!ac_py_isprintable(cp))
+            el = (size_t)(cp < 0x100 ? snprintf(esc, sizeof esc, "\\x%02x", (unsigned)cp)
+                          : cp < 0x10000 ? snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp)
+                          : snprintf(esc, sizeof esc, "\\U%08x", (unsigned)cp));
+        else {
+            memcpy(esc, p + i, n);
+            el = n;
+        }
+        if (o + el + 2 > outsz)
+            break;
+        memcpy(out + o, esc, el);
+        o += el;
+        i += n;
+    }
+    out[o++] = quote;
+    out[o] = '\0';
+    return out;
 }

@@ -37,4 +37,16 @@ int ac_py_decimal_value(const char *s, size_t len, uint64_t *value);
  * fit in 63 bits). */
 int ac_py_int_parse(const char *s, size_t len, int64_t *value);
 
+/* Python repr() of a str given as UTF-8: single quotes unless the text
+ * holds ' and no "; backslash, the quote, \t \n \r escaped; other
+ * non-printable characters as \xNN, \uNNNN or \UNNNNNNNN (controls, the
+ * Unicode separators and format characters, private use); invalid UTF-8
+ * bytes as \udcNN (surrogateescape). Cut (still quoted) when `out` is full.
+ * Returns out. */
+char *ac_py_repr(const char *s, char *out, size_t outsz);
+
+/* True for Python str.isprintable() on one code point (the exceptions that
+ * matter in practice: Cc, Zs but ' ', Zl, Zp, common Cf, Co, surrogates). */
+int ac_py_isprintable(uint32_t cp);
+
 #endif

@@ -1,7 +1,299 @@
--- agentchat.commands.tasks: placeholder until its issue lands.
+-- agentchat.commands.tasks: `agent-chat task <sub> CH ...` (SPEC.md 2.4),
+-- byte-compatible with the Python tool: output lines, TASK_*/LEASE_* codes
+-- (exit 2), and argparse errors inside `task` turned into one coded line
+-- ("TASK_INVALID_COMMAND: cli error: ..." for an invalid choice,
+-- "TASK_INVALID_ARGUMENT: cli error: ..." otherwise).
+local ac = require "agentchat"
+local py = require "agentchat.pycompat"
+local sys = require "agentchat.sys"
+
 local M = {}
 
-function M.register(_)
+local SUBCOMMANDS = { "create", "list", "show", "update", "claim", "renew", "recover",
+                      "recover-pending", "done", "block", "release" }
+
+-- Errors raised by the task parsers become one coded line.
+local TAG = {
+  format_error = function(perr)
+    local code = perr.message:find("invalid choice:", 1, true) and "TASK_INVALID_COMMAND"
+      or "TASK_INVALID_ARGUMENT"
+    return "agent-chat: " .. code .. ": cli error: " .. perr.message .. "\n"
+  end,
+}
+
+-- ------------------------------------------------------------ helpers
+
+--- Repeatable list flags: each value may be a comma list; items trimmed,
+--- blanks dropped. nil when the flag was never given.
+local function flat_list(values)
+  if values == nil then
+    return nil
+  end
+  local out = {}
+  for _, v in ipairs(values) do
+    for item in (v .. ","):gmatch("([^,]*),") do
+      local s = sys.strip(item)
+      if s ~= "" then
+        out[#out + 1] = s
+      end
+    end
+  end
+  return out
+end
+
+-- The channel, mapped to the task store's errors (SPEC.md 3.1).
+local function open_channel(args, ctx)
+  local root, msg, code, exit = ac.open(args.root)
+  if not root then
+    return nil, ctx.fail(msg, code, exit)
+  end
+  local ch
+  ch, msg, code = root:channel(args.channel)
+  if ch then
+    return ch
+  end
+  if code == "CHANNEL_INVALID_NAME" then
+    return nil, ctx.fail("invalid channel name: '" .. args.channel .. "' (" .. msg .. ")",
+      "TASK_INVALID_CHANNEL", 2)
+  elseif code == "CHANNEL_NOT_FOUND" then
+    return nil, ctx.fail("channel does not contain _meta.json: " .. ac.join_path(root.path, args.channel),
+      "TASK_CHANNEL_NOT_FOUND", 2)
+  end
+  return nil, ctx.fail(msg, code, 2)
+end
+
+local function ljust(s, width)
+  local n = py.ulen(s)
+  return n >= width and s or s .. string.rep(" ", width - n)
+end
+
+local function dash(s)
+  if s == nil or s == "" then
+    return "-"
+  end
+  return s
+end
+
+local function joined(list, sep)
+  return dash(list and table.concat(list, sep) or "")
+end
+
+local function tasks_api(ch)
+  return require("agentchat.tasks"), ch:handle()
+end
+
+-- ------------------------------------------------------------ commands
+
+local function cmd_list(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local tasks, h = tasks_api(ch)
+  local list, msg, code, exit = tasks.list(h)
+  if not list then
+    return ctx.fail(msg, code, exit)
+  end
+  local rows = { { "ID", "STATUS", "OWNER", "DEPENDS_ON", "TITLE" } }
+  for _, t in ipairs(list) do
+    rows[#rows + 1] = { t.id, t.status, dash(t.owner), joined(t.depends_on, ","), t.title }
+  end
+  local width = { 0, 0, 0, 0 }
+  for _, r in ipairs(rows) do
+    for i = 1, 4 do
+      width[i] = math.max(width[i], py.ulen(r[i]))
+    end
+  end
+  local out = {}
+  for _, r in ipairs(rows) do
+    out[#out + 1] = ljust(r[1], width[1]) .. "  " .. ljust(r[2], width[2]) .. "  "
+      .. ljust(r[3], width[3]) .. "  " .. ljust(r[4], width[4]) .. "  " .. r[5] .. "\n"
+  end
+  if #list == 0 then
+    out[#out + 1] = "(no tasks)\n"
+  end
+  ctx.out(table.concat(out))
+  return 0
+end
+
+local function cmd_show(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local tasks, h = tasks_api(ch)
+  local t, blocking, code, exit = tasks.show(h, args.task_id)
+  if not t then
+    return ctx.fail(blocking, code, exit)
+  end
+  ctx.out(table.concat({
+    "id: " .. t.id,
+    "channel: " .. t.channel,
+    "title: " .. dash(t.title),
+    "status: " .. t.status,
+    "owner: " .. dash(t.owner),
+    "created_by: " .. dash(t.created_by),
+    "depends_on: " .. joined(t.depends_on, ","),
+    "dependencies: " .. (blocking == "" and "ready" or "blocked (" .. blocking .. ")"),
+    "files_hint: " .. joined(t.files_hint, ","),
+    "acceptance: " .. joined(t.acceptance, "; "),
+    "lease_expires_at: " .. dash(t.lease_expires_at),
+    "branch: " .. dash(t.branch),
+    "updated_at: " .. dash(t.updated_at),
+  }, "\n") .. "\n")
+  return 0
+end
+
+local function cmd_create(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local tasks, h = tasks_api(ch)
+  local t, msg, code, exit = tasks.create(h, {
+    id = args.task_id, created_by = args.created_by, title = args.title, owner = args.owner,
+    depends_on = flat_list(args.depends_on), files_hint = flat_list(args.files_hint),
+    acceptance = flat_list(args.acceptance), branch = args.branch,
+  })
+  if not t then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out("created task " .. t.id .. " [" .. t.status .. "]\n")
+  return 0
+end
+
+local function cmd_update(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local tasks, h = tasks_api(ch)
+  local t, msg, code, exit = tasks.update(h, args.task_id, args.as, {
+    title = args.title, owner = args.owner, clear_owner = args.clear_owner,
+    depends_on = flat_list(args.depends_on), files_hint = flat_list(args.files_hint),
+    acceptance = flat_list(args.acceptance), branch = args.branch,
+    clear_branch = args.clear_branch, status = args.status,
+  })
+  if not t then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out("updated task " .. t.id .. " [" .. t.status .. "]\n")
+  return 0
+end
+
+-- claim, renew, recover, done, block, release: one lease operation each.
+local LEASE_VERB = { claim = "claimed", renew = "renewed", recover = "recovered", done = "done",
+                     block = "blocked", release = "released" }
+
+local function cmd_lease(op)
+  return function(args, ctx)
+    local ch <close>, rc = open_channel(args, ctx)
+    if not ch then
+      return rc
+    end
+    local tasks, h = tasks_api(ch)
+    local t, msg, code, exit = tasks.lease(h, op, args.task_id, args.as, args.lease_seconds, args.reason)
+    if not t then
+      return ctx.fail(msg, code, exit)
+    end
+    ctx.out(LEASE_VERB[op] .. " task " .. t.id .. " [" .. t.status .. "]\n")
+    return 0
+  end
+end
+
+local function cmd_recover_pending(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local tasks, h = tasks_api(ch)
+  local ok, msg, code, exit = tasks.recover_pending(h, args.as, args.resolve_publication)
+  if not ok then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out("recovered pending lease transaction in " .. args.channel .. "\n")
+  return 0
+end
+
+-- ------------------------------------------------------------ grammar
+
+local function channel_arg(p)
+  p:positional{ "channel", help = "channel name" }
+end
+
+local function task_arg(p)
+  p:positional{ "task_id", help = "task id: letters, digits, '.', '_' or '-'" }
+end
+
+local function actor(p)
+  p:option{ "--as", "--from", dest = "as", required = true, help = "acting agent" }
+end
+
+local function lease_flags(p)
+  p:option{ "--lease-seconds", "--lease", "--ttl", dest = "lease_seconds", type = "float",
+            default = 300.0, help = "lease duration in seconds (default: 300)" }
+end
+
+local function list_flags(p)
+  p:option{ "--depends-on", action = "append", help = "dependency ids (repeatable, comma lists allowed)" }
+  p:option{ "--files-hint", action = "append", help = "workspace paths (repeatable, comma lists allowed)" }
+  p:option{ "--acceptance", action = "append", help = "acceptance criteria (repeatable, comma lists allowed)" }
+end
+
+function M.register(sub)
+  local task = sub:parser("task", { help = "task board: create, claim, update, finish tasks",
+    description = "Task board with dependencies and expiring leases.", tag = TAG })
+  local ts = task:subparsers{ dest = "task_command", metavar = "COMMAND", required = true }
+  local handlers = {
+    create = cmd_create, list = cmd_list, show = cmd_show, update = cmd_update,
+    claim = cmd_lease("claim"), renew = cmd_lease("renew"), recover = cmd_lease("recover"),
+    ["recover-pending"] = cmd_recover_pending, done = cmd_lease("done"),
+    block = cmd_lease("block"), release = cmd_lease("release"),
+  }
+  local help = {
+    create = "create a task", list = "list tasks", show = "show one task",
+    update = "change fields of a task", claim = "take a task's lease",
+    renew = "extend your lease", recover = "take over an expired lease (needs --reason)",
+    ["recover-pending"] = "resolve a crashed lease mutation", done = "finish a task",
+    block = "mark a task blocked", release = "give a task back",
+  }
+  for _, name in ipairs(SUBCOMMANDS) do
+    local p = ts:parser(name, { help = help[name], tag = TAG })
+    channel_arg(p)
+    if name ~= "list" and name ~= "recover-pending" then
+      task_arg(p)
+    end
+    if name == "create" then
+      p:option{ "--from", "--created-by", dest = "created_by", required = true, help = "creator" }
+      p:option{ "--title", required = true, help = "task title (may be empty)" }
+      p:option{ "--owner", help = "preassigned owner ('' for none)" }
+      list_flags(p)
+      p:option{ "--branch", help = "git branch (must not be empty)" }
+    elseif name == "update" then
+      actor(p)
+      p:option{ "--title", help = "new title" }
+      p:option{ "--owner", help = "new owner" }
+      p:option{ "--clear-owner", action = "store_true", help = "remove the owner" }
+      list_flags(p)
+      p:option{ "--branch", help = "new branch" }
+      p:option{ "--clear-branch", action = "store_true", help = "remove the branch" }
+      p:option{ "--status", help = "open, in_progress, blocked, done or cancelled" }
+    elseif name == "claim" or name == "renew" then
+      actor(p)
+      lease_flags(p)
+    elseif name == "recover" then
+      actor(p)
+      p:option{ "--reason", required = true, help = "why the lease is taken over" }
+      lease_flags(p)
+    elseif name == "recover-pending" then
+      actor(p)
+      p:option{ "--resolve-publication", choices = { "rollback", "published" },
+                help = "how to resolve an applied transaction" }
+    elseif name ~= "list" and name ~= "show" then
+      actor(p)
+    end
+    p:set_defaults{ handler = handlers[name] }
+  end
 end
 
 return M

@@ -1,0 +1,107 @@
+/*
+ * board.h - the task board of one channel (SPEC.md 2.4, 3.5, 3.6, 3.9).
+ *
+ * Every task command runs against a *board*: the channel's `_tasks.lock`
+ * held (flock; readers too, as the Python tool does), every record of
+ * tasks/ read and validated, and the dependency graph checked, so one bad
+ * record makes every command fail with its code, exactly as the Python
+ * tool behaves. Mutations then write records atomically and post their
+ * audit message; lease mutations go through the lease journal (lease.h).
+ *
+ * Calling sequence:
+ *     struct ac_board b;
+ *     if (ac_board_open(ch, AC_BOARD_WRITE, &b, &err) == -1) fail;
+ *     json_t *task;
+ *     rc = ac_board_create(&b, &spec, &task, &err);   // or update, lease ops
+ *     ...
+ *     ac_board_close(&b);
+ *
+ * Error handling: -1 with err filled (TASK_* and LEASE_* codes exit 2).
+ * Records returned are borrowed from the board unless said otherwise.
+ */
+#ifndef AGENTCHAT_BOARD_H
+#define AGENTCHAT_BOARD_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "agentchat/err.h"
+#include "agentchat/mutex.h"
+#include "agentchat/store.h"
+
+#define AC_TASKS_LOCK "_tasks.lock"
+#define AC_TASKS_DIR "tasks"
+#define AC_CLAIMS_DIR "claims"
+#define AC_TASK_RECORD_CAP (4u << 20)
+
+enum {
+    AC_BOARD_READ = 0,
+    AC_BOARD_WRITE = 1       /* mutations also need a safe channel name */
+};
+
+struct ac_board {
+    struct ac_chan *ch;
+    int chfd;
+    const char *channel;
+    struct ac_mutex mutex;
+    json_t *tasks;           /* object: id -> record */
+    json_t *ids;             /* array of ids, sorted */
+};
+
+/* Lock and load. */
+int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err);
+void ac_board_close(struct ac_board *b);
+
+/* The record of `id` (borrowed), or NULL with TASK_NOT_FOUND; an unsafe id
+ * gives TASK_INVALID_ID "unsafe task id: 'x'". */
+json_t *ac_board_get(struct ac_board *b, const char *id, struct ac_err *err);
+
+/* Dependencies of `rec` that are not done, in depends_on order, joined with
+ * ", ": "a, c", or with their status "a=open, c=blocked" (with_status).
+ * Empty when ready. malloc'ed, or NULL on ENOMEM. */
+char *ac_board_blocking(struct ac_board *b, const json_t *rec, int with_status);
+
+struct ac_task_spec {
+    const char *id;
+    const char *created_by;
+    const char *title;
+    const char *owner;           /* NULL or "" for none */
+    json_t *depends_on;          /* arrays of strings (borrowed) */
+    json_t *files_hint;
+    json_t *acceptance;
+    const char *branch;          /* NULL for none ("" is an error) */
+};
+
+/* task create: the new record (new reference) in *out. */
+int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t **out,
+                    struct ac_err *err);
+
+struct ac_task_change {
+    const char *title;           /* NULL: unchanged */
+    const char *owner;           /* NULL: unchanged; "" clears */
+    int clear_owner;
+    json_t *depends_on;          /* NULL: unchanged */
+    json_t *files_hint;
+    json_t *acceptance;
+    const char *branch;
+    int clear_branch;
+    const char *status;
+};
+
+/* task update by `actor`: the new record (new reference) in *out. */
+int ac_board_update(struct ac_board *b, const char *id, const char *actor,
+                    const struct ac_task_change *chg, json_t **out, struct ac_err *err);
+
+/* Helpers shared with lease.c. */
+int ac_board_write_task(struct ac_board *b, const json_t *rec, int noreplace, struct ac_err *err);
+int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err);
+int ac_board_deps_ready(struct ac_board *b, const json_t *rec, struct ac_err *err);
+json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t *before,
+                            const json_t *after);
+int ac_board_reload(struct ac_board *b, struct ac_err *err);
+
+/* Wall-clock timestamp strings: seconds (records from create/update) or
+ * microseconds (lease operations). */
+void ac_board_now(char out[48], int micro);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * lease.h - task leases and the lease journal (SPEC.md 2.4 "Leases", 3.6).
+ *
+ * A lease is the claim file claims/<task>.<owner>.json plus the task
+ * record's owner and lease_expires_at, which must agree. Every lease
+ * mutation (claim, renew, release, done, recover, and the release/done
+ * fallbacks on a task without a lease) changes the task record and the
+ * claim files through one journal, claims/.lease-transaction.json
+ * (version 2, pretty JSON with sorted keys):
+ *
+ *   1. write the journal, phase "prepared" (task_before / task_after and
+ *      each claim file's previous / next bytes, base64; null = absent);
+ *   2. write the task record, then create (O_EXCL, via link()), replace or
+ *      unlink the claim files;
+ *   3. set the phase to "applied";
+ *   4. post the audit message, whose body carries the transaction_id;
+ *   5. set the phase to "published";
+ *   6. delete the journal.
+ *
+ * A crash anywhere leaves the old state (before 2), the new state (after
+ * 6), or a journal. While a journal exists every lease operation and task
+ * update fails with LEASE_TRANSACTION_PENDING until `recover-pending`
+ * rolls it back (prepared; applied whose audit message is not found) or
+ * verifies and removes it (published; applied whose audit message exists,
+ * found by scanning every message file for "transaction_id": "<id>").
+ * If the audit post itself fails, the mutation is rolled back in-process
+ * (LEASE_AUDIT_FAILED, or LEASE_AUDIT_ROLLBACK_FAILED).
+ *
+ * Every durable step is a fault point (lease.journal.*, lease.task.*,
+ * lease.claim.*, lease.audit, ...) for the crash tests.
+ */
+#ifndef AGENTCHAT_LEASE_H
+#define AGENTCHAT_LEASE_H
+
+#include <jansson.h>
+
+#include "agentchat/board.h"
+
+#define AC_LEASE_JOURNAL ".lease-transaction.json"
+
+enum ac_lease_op {
+    AC_LEASE_CLAIM,
+    AC_LEASE_RENEW,
+    AC_LEASE_RELEASE,
+    AC_LEASE_DONE,
+    AC_LEASE_BLOCK,
+    AC_LEASE_RECOVER
+};
+
+/* Run one lease operation by `actor`. `seconds` is the lease duration
+ * (claim, renew, recover), `reason` the recovery reason. The new task
+ * record (new reference) in *out. */
+int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, const char *actor,
+                   double seconds, const char *reason, json_t **out, struct ac_err *err);
+
+/* recover-pending; resolve is NULL, "rollback" or "published". */
+int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,
+                             struct ac_err *err);
+
+/* LEASE_TRANSACTION_PENDING (or _INVALID) when a journal exists, else 0. */
+int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err);
+
+/* The claim of task `id`: *claim (new reference) and *claim_file (malloc'ed)
+ * or both NULL; *expired when its lease_expires_at has passed. */
+int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_file,
+                   int *expired, struct ac_err *err);
+
+#endif

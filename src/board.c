@@ -1,0 +1,530 @@
+/* board.c - load, check and change the task board; see include/agentchat/board.h. */
+#include "agentchat/board.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agentchat/audit.h"
+#include "agentchat/fsutil.h"
+#include "agentchat/isotime.h"
+#include "agentchat/lease.h"
+#include "agentchat/pystr.h"
+#include "agentchat/pyjson.h"
+#include "agentchat/taskrec.h"
+
+void ac_board_now(char out[48], int micro)
+{
+    ac_isotime_format(ac_isotime_now_us(), micro ? 6 : 0, out);
+}
+
+/* ---- loading ---- */
+
+struct names {
+    char **v;
+    size_t n, cap;
+    int oom;
+};
+
+static int record_name_cb(void *ctx, const char *name, unsigned char type)
+{
+    struct names *c = ctx;
+    size_t len = strlen(name);
+    (void)type;
+    if (name[0] == '.' || name[0] == '_' || len < 6 || strcmp(name + len - 5, ".json") != 0)
+        return 0;
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 16;
+        char **nv = realloc(c->v, ncap * sizeof *nv);
+        if (!nv) {
+            c->oom = 1;
+            return 1;
+        }
+        c->v = nv;
+        c->cap = ncap;
+    }
+    if (!(c->v[c->n] = strdup(name))) {
+        c->oom = 1;
+        return 1;
+    }
+    c->n++;
+    return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int read_record(int dirfd, const char *name, json_t **out, struct ac_err *err)
+{
+    char *data, msg[AC_PYJSON_MSG_MAX];
+    size_t len;
+    json_t *v;
+    if (ac_read_file_at(dirfd, name, AC_TASK_RECORD_CAP, &data, &len) == -1)
+        return ac_task_err(err, "TASK_INVALID_RECORD", "could not read task record %s: [Errno %d] %s",
+                           name, errno, strerror(errno));
+    v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
+    free(data);
+    if (!v)
+        return ac_task_err(err, "TASK_INVALID_RECORD", "could not read task record %s: %s", name, msg);
+    *out = v;
+    return 0;
+}
+
+static int load(struct ac_board *b, struct ac_err *err)
+{
+    struct names c;
+    size_t i;
+    int tfd, rc = 0;
+
+    memset(&c, 0, sizeof c);
+    b->tasks = json_object();
+    b->ids = json_array();
+    if (!b->tasks || !b->ids)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not load tasks");
+    tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
+    if (tfd == -1) {
+        if (errno == ENOENT)
+            return 0;
+        return ac_task_err(err, "TASK_STORAGE_INVALID", "tasks is not a directory");
+    }
+    if (ac_dir_walk(tfd, record_name_cb, &c) == -1 || c.oom) {
+        close(tfd);
+        ac_names_free(c.v, c.n);
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not list task records");
+    }
+    if (c.n > 1)
+        qsort(c.v, c.n, sizeof *c.v, cmp_name);
+    for (i = 0; i < c.n && rc == 0; i++) {
+        json_t *rec;
+        rc = read_record(tfd, c.v[i], &rec, err);
+        if (rc == 0) {
+            rc = ac_task_validate(rec, c.v[i], b->channel, b->chfd, err);
+            if (rc == 0) {
+                const char *id = json_string_value(json_object_get(rec, "id"));
+                json_object_set(b->tasks, id, rec);
+                json_array_append_new(b->ids, json_string(id));
+            }
+            json_decref(rec);
+        }
+    }
+    close(tfd);
+    ac_names_free(c.v, c.n);
+    if (rc == 0)
+        rc = ac_board_graph_check(b->tasks, b->ids, err);
+    return rc;
+}
+
+/* Unknown dependencies first (in id order), then cycles by depth-first
+ * search from each id in order; the task reported is the one met again
+ * while still on the path (a self-dependency reports itself). Iterative,
+ * so a hostile chain cannot exhaust the stack. */
+int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
+{
+    size_t i, j, n = json_array_size(ids);
+    json_t *id, *state, *dep;
+    struct frame {
+        const char *id;
+        size_t next;
+    } *stack;
+    size_t top;
+
+    json_array_foreach(ids, i, id) {
+        json_t *rec = json_object_get(tasks, json_string_value(id));
+        json_array_foreach(json_object_get(rec, "depends_on"), j, dep)
+            if (!json_object_get(tasks, json_string_value(dep)))
+                return ac_task_err(err, "TASK_UNKNOWN_DEPENDENCY",
+                                   "task %s references unknown dependency %s",
+                                   json_string_value(id), json_string_value(dep));
+    }
+    state = json_object();                  /* id -> 1 visiting, 2 done */
+    stack = malloc((n + 1) * sizeof *stack);
+    if (!state || !stack) {
+        json_decref(state);
+        free(stack);
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check the task graph");
+    }
+    json_array_foreach(ids, i, id) {
+        if (json_object_get(state, json_string_value(id)))
+            continue;
+        top = 0;
+        stack[top].id = json_string_value(id);
+        stack[top].next = 0;
+        json_object_set_new(state, stack[top].id, json_integer(1));
+        while (1) {
+            struct frame *f = &stack[top];
+            json_t *deps = json_object_get(json_object_get(tasks, f->id), "depends_on");
+            if (f->next < json_array_size(deps)) {
+                const char *d = json_string_value(json_array_get(deps, f->next++));
+                json_int_t st = json_integer_value(json_object_get(state, d));
+                if (st == 1) {
+                    json_decref(state);
+                    free(stack);
+                    return ac_task_err(err, "TASK_DEPENDENCY_CYCLE",
+                                       "dependency cycle includes task %s", d);
+                }
+                if (st == 0) {
+                    top++;
+                    stack[top].id = d;
+                    stack[top].next = 0;
+                    json_object_set_new(state, d, json_integer(1));
+                }
+                continue;
+            }
+            json_object_set_new(state, f->id, json_integer(2));
+            if (top == 0)
+                break;
+            top--;
+        }
+    }
+    json_decref(state);
+    free(stack);
+    return 0;
+}
+
+int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err)
+{
+    int rc;
+    memset(b, 0, sizeof *b);
+    b->mutex.fd = -1;
+    b->ch = ch;
+    b->channel = ch->name;
+    b->chfd = ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+    if (b->chfd == -1)
+        return ac_task_err(err, "TASK_STORAGE_INVALID", "this store has no task board");
+    if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))
+        return ac_task_err(err, "TASK_INVALID_CHANNEL", "channel is not a safe channel name");
+    rc = ac_mutex_acquire(b->chfd, AC_TASKS_LOCK, &b->mutex);
+    if (rc == AC_MUTEX_TIMEOUT)
+        return ac_task_err(err, "TASK_LOCK_TIMEOUT", "could not acquire task mutation lock");
+    if (rc == -1) {
+        if (errno == EINTR)
+            return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
+        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open %s", AC_TASKS_LOCK);
+    }
+    if (load(b, err) == -1) {
+        ac_board_close(b);
+        return -1;
+    }
+    return 0;
+}
+
+int ac_board_reload(struct ac_board *b, struct ac_err *err)
+{
+    json_decref(b->tasks);
+    json_decref(b->ids);
+    b->tasks = b->ids = NULL;
+    return load(b, err);
+}
+
+void ac_board_close(struct ac_board *b)
+{
+    json_decref(b->tasks);
+    json_decref(b->ids);
+    b->tasks = b->ids = NULL;
+    ac_mutex_release(&b->mutex);
+}
+
+json_t *ac_board_get(struct ac_board *b, const char *id, struct ac_err *err)
+{
+    json_t *rec;
+    char shown[300];
+    if (!ac_safe_name(id)) {
+        ac_task_err(err, "TASK_INVALID_ID", "unsafe task id: %s", ac_py_repr(id, shown, sizeof shown));
+        return NULL;
+    }
+    rec = json_object_get(b->tasks, id);
+    if (!rec)
+        ac_task_err(err, "TASK_NOT_FOUND", "task record does not exist: %s", id);
+    return rec;
+}
+
+char *ac_board_blocking(struct ac_board *b, const json_t *rec, int with_status)
+{
+    size_t i, cap = 1, len = 0;
+    json_t *dep;
+    char *out;
+    json_array_foreach(json_object_get(rec, "depends_on"), i, dep)
+        cap += json_string_length(dep) + 16;
+    out = malloc(cap + 1);
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(rec, "depends_on"), i, dep) {
+        const char *d = json_string_value(dep);
+        const char *st = ac_task_str(json_object_get(b->tasks, d), "status");
+        if (st && strcmp(st, "done") == 0)
+            continue;
+        if (with_status)
+            len += (size_t)snprintf(out + len, cap + 1 - len, "%s%s=%s", len ? ", " : "", d,
+                                    st ? st : "missing");
+        else
+            len += (size_t)snprintf(out + len, cap + 1 - len, "%s%s", len ? ", " : "", d);
+    }
+    return out;
+}
+
+int ac_board_deps_ready(struct ac_board *b, const json_t *rec, struct ac_err *err)
+{
+    char *blocking = ac_board_blocking(b, rec, 0);
+    int rc = 0;
+    if (!blocking)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check dependencies");
+    if (blocking[0])
+        rc = ac_task_err(err, "TASK_DEPENDENCY_NOT_READY", "task %s depends on unfinished tasks: %s",
+                         ac_task_str(rec, "id"), blocking);
+    free(blocking);
+    return rc;
+}
+
+int ac_board_write_task(struct ac_board *b, const json_t *rec, int noreplace, struct ac_err *err)
+{
+    char name[300];
+    size_t len;
+    char *bytes = ac_task_encode(rec, &len);
+    int tfd, rc;
+    if (!bytes)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the task record");
+    if (mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST) {
+        free(bytes);
+        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not create tasks/");
+    }
+    tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
+    if (tfd == -1) {
+        free(bytes);
+        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open tasks/");
+    }
+    snprintf(name, sizeof name, "%s.json", ac_task_str(rec, "id"));
+    rc = ac_write_atomic(tfd, name, bytes, len, 0644,
+                         noreplace ? AC_ATOMIC_NOREPLACE : AC_ATOMIC_REPLACE, "task.record");
+    if (rc == -1) {
+        int e = errno;
+        close(tfd);
+        free(bytes);
+        if (e == EEXIST)
+            return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s",
+                               ac_task_str(rec, "id"));
+        return ac_err_sys(err, e, "TASK_IO_ERROR", "could not write task record %s", name);
+    }
+    close(tfd);
+    free(bytes);
+    return 0;
+}
+
+/* The base of every task/lease audit body (SPEC.md 3.9). */
+json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t *before,
+                            const json_t *after)
+{
+    json_t *body = json_object();
+    if (!body)
+        return NULL;
+    json_object_set_new(body, "event", json_string(event));
+    json_object_set(body, "task_id", json_object_get(after, "id"));
+    json_object_set_new(body, "channel", json_string(b->channel));
+    json_object_set(body, "status", json_object_get(after, "status"));
+    json_object_set(body, "owner", json_object_get(after, "owner"));
+    json_object_set(body, "lease_expires_at", json_object_get(after, "lease_expires_at"));
+    json_object_set(body, "updated_at", json_object_get(after, "updated_at"));
+    if (before) {
+        json_object_set(body, "previous_status", json_object_get(before, "status"));
+        json_object_set_new(body, "changed_fields", ac_task_changed_fields(before, after));
+    }
+    return body;
+}
+
+/* Validate a candidate record and the graph with it in place. */
+static int check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err)
+{
+    char filename[300];
+    const char *id = ac_task_str(rec, "id");
+    json_t *tasks, *ids;
+    int rc;
+    size_t i;
+    json_t *v;
+
+    snprintf(filename, sizeof filename, "%s.json", id);
+    if (ac_task_validate(rec, filename, b->channel, b->chfd, err) == -1)
+        return -1;
+    tasks = json_copy(b->tasks);
+    ids = json_array();
+    if (!tasks || !ids) {
+        json_decref(tasks);
+        json_decref(ids);
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check the task graph");
+    }
+    json_object_set(tasks, id, rec);
+    /* ids: the board's, plus a new one, kept sorted */
+    {
+        int added = json_object_get(b->tasks, id) != NULL;
+        json_array_foreach(b->ids, i, v) {
+            if (!added && strcmp(json_string_value(v), id) > 0) {
+                json_array_append_new(ids, json_string(id));
+                added = 1;
+            }
+            json_array_append(ids, v);
+        }
+        if (!added)
+            json_array_append_new(ids, json_string(id));
+    }
+    rc = ac_board_graph_check(tasks, ids, err);
+    json_decref(tasks);
+    json_decref(ids);
+    return rc;
+}
+
+/* ---- create ---- */
+
+static json_t *string_or_null(const char *s)
+{
+    return s && s[0] ? json_string(s) : json_null();
+}
+
+int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t **out,
+                    struct ac_err *err)
+{
+    json_t *rec, *body;
+    char now[48];
+    int rc;
+
+    if (!ac_safe_name(spec->id))
+        return ac_task_err(err, "TASK_INVALID_ID",
+                           "id must contain only letters, digits, '.', '_' or '-'");
+    if (json_object_get(b->tasks, spec->id))
+        return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", spec->id);
+    ac_board_now(now, 0);
+    rec = json_object();
+    json_object_set_new(rec, "id", json_string(spec->id));
+    json_object_set_new(rec, "channel", json_string(b->channel));
+    json_object_set_new(rec, "title", json_string(spec->title));
+    json_object_set_new(rec, "status", json_string("open"));
+    json_object_set_new(rec, "owner", string_or_null(spec->owner));
+    json_object_set_new(rec, "created_by", json_string(spec->created_by));
+    json_object_set(rec, "depends_on", spec->depends_on);
+    json_object_set(rec, "files_hint", spec->files_hint);
+    json_object_set(rec, "acceptance", spec->acceptance);
+    json_object_set_new(rec, "lease_expires_at", json_null());
+    json_object_set_new(rec, "branch", spec->branch ? json_string(spec->branch) : json_null());
+    json_object_set_new(rec, "updated_at", json_string(now));
+    if (json_object_size(rec) != 12 || !json_object_get(rec, "title") ||
+        !json_object_get(rec, "created_by")) {
+        json_decref(rec);
+        return ac_task_err(err, "TASK_INVALID_RECORD", "task fields must be valid UTF-8 text");
+    }
+    if (check_candidate(b, rec, err) == -1 || ac_board_write_task(b, rec, 1, err) == -1) {
+        json_decref(rec);
+        return -1;
+    }
+    json_object_set(b->tasks, spec->id, rec);
+    body = ac_board_audit_body(b, "task.created", NULL, rec);
+    rc = body ? ac_audit_post(b->ch, spec->created_by, "task.created", spec->id, body, NULL, err)
+              : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not post the audit message");
+    json_decref(body);
+    if (rc == -1) {
+        json_decref(rec);
+        return -1;
+    }
+    *out = rec;
+    return 0;
+}
+
+/* ---- update ---- */
+
+int ac_board_update(struct ac_board *b, const char *id, const char *actor,
+                    const struct ac_task_change *chg, json_t **out, struct ac_err *err)
+{
+    json_t *cur, *rec, *claim = NULL, *body;
+    char *claim_file = NULL, now[48];
+    const char *status;
+    int expired = 0, rc;
+
+    if (!chg->title && !chg->owner && !chg->clear_owner && !chg->depends_on && !chg->files_hint &&
+        !chg->acceptance && !chg->branch && !chg->clear_branch && !chg->status)
+        return ac_task_err(err, "TASK_INVALID_UPDATE", "task update requires at least one field");
+    if (ac_lease_journal_guard(b, err) == -1)
+        return -1;
+    cur = ac_board_get(b, id, err);
+    if (!cur)
+        return -1;
+    if (chg->status && !ac_task_status_valid(chg->status)) {
+        char shown[300];
+        return ac_task_err(err, "TASK_INVALID_STATUS", "unknown task status: %s",
+                           ac_py_repr(chg->status, shown, sizeof shown));
+    }
+    if (ac_lease_state(b, id, &claim, &claim_file, &expired, err) == -1)
+        return -1;
+    if (claim) {
+        const char *holder = ac_task_str(claim, "owner");
+        int owner_change = chg->clear_owner ||
+                           (chg->owner && strcmp(chg->owner[0] ? chg->owner : "", holder) != 0);
+        rc = 0;
+        if (expired)
+            rc = ac_task_err(err, "LEASE_RECOVERY_REQUIRED",
+                             "expired lease for task %s requires explicit recovery", id);
+        else if (strcmp(actor, holder) != 0)
+            rc = ac_task_err(err, "LEASE_OWNER_MISMATCH", "lease for task %s belongs to %s", id, holder);
+        else if ((chg->status && strcmp(chg->status, ac_task_str(cur, "status")) != 0) || owner_change)
+            rc = ac_task_err(err, "LEASE_MUTATION_REQUIRED",
+                             "task %s must be changed through its lease operation", id);
+        json_decref(claim);
+        free(claim_file);
+        if (rc == -1)
+            return -1;
+    }
+    rec = json_deep_copy(cur);
+    if (!rec)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not update the task");
+    if (chg->title)
+        json_object_set_new(rec, "title", json_string(chg->title));
+    if (chg->clear_owner)
+        json_object_set_new(rec, "owner", json_null());
+    else if (chg->owner)
+        json_object_set_new(rec, "owner", string_or_null(chg->owner));
+    if (chg->depends_on)
+        json_object_set(rec, "depends_on", chg->depends_on);
+    if (chg->files_hint)
+        json_object_set(rec, "files_hint", chg->files_hint);
+    if (chg->acceptance)
+        json_object_set(rec, "acceptance", chg->acceptance);
+    if (chg->clear_branch)
+        json_object_set_new(rec, "branch", json_null());
+    else if (chg->branch)
+        json_object_set_new(rec, "branch", json_string(chg->branch));
+    status = ac_task_str(cur, "status");
+    if (chg->status) {
+        if (!ac_task_transition_ok(status, chg->status)) {
+            json_decref(rec);
+            return ac_task_transition_error(status, chg->status, err);
+        }
+        json_object_set_new(rec, "status", json_string(chg->status));
+        if (strcmp(status, chg->status) != 0 &&
+            (!strcmp(chg->status, "in_progress") || !strcmp(chg->status, "done")) &&
+            ac_board_deps_ready(b, rec, err) == -1) {
+            json_decref(rec);
+            return -1;
+        }
+    }
+    ac_board_now(now, 0);
+    json_object_set_new(rec, "updated_at", json_string(now));
+    if (check_candidate(b, rec, err) == -1 || ac_board_write_task(b, rec, 0, err) == -1) {
+        json_decref(rec);
+        return -1;
+    }
+    body = ac_board_audit_body(b, "task.updated", cur, rec);
+    json_incref(cur);   /* keep `before` alive across the replacement below */
+    json_object_set(b->tasks, id, rec);
+    rc = body ? ac_audit_post(b->ch, actor, "task.updated", id, body, NULL, err)
+              : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not post the audit message");
+    json_decref(cur);
+    json_decref(body);
+    if (rc == -1) {
+        json_decref(rec);
+        return -1;
+    }
+    *out = rec;
+    return 0;
+}
