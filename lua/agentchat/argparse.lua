@@ -662,7 +662,9 @@ end
 
 --- Add a subcommand. opts: help (lists it in the parent's help; omit to
 -- hide it), aliases (list), prog, description, epilog, usage, add_help,
--- allow_abbrev, tag. The new parser inherits `columns`.
+-- allow_abbrev, tag, build (a function(parser) that defines the
+-- arguments on first use, see Parser:_ensure_built). The new parser
+-- inherits `columns`.
 function Subparsers:parser(name, opts)
   opts = opts or {}
   local action = self.action
@@ -693,6 +695,7 @@ function Subparsers:parser(name, opts)
     add_help = opts.add_help, allow_abbrev = opts.allow_abbrev,
     columns = self._parent.columns, tag = opts.tag, parent = self._parent,
   }
+  parser._build = opts.build
   for _, n in ipairs{ name, table.unpack(aliases) } do
     action._map[n] = parser
     action.choices[#action.choices + 1] = n
@@ -1103,9 +1106,22 @@ function Parser:_call_action(action, ns, values)
   end
 end
 
+--- A subcommand's arguments may be defined lazily: sub:parser(name,
+-- {build = function(p) ... end}) runs `build` the first time the parser is
+-- used (parsed or formatted), so a command line pays only for the
+-- subcommand it runs.
+function Parser:_ensure_built()
+  local build = self._build
+  if build then
+    self._build = nil
+    build(self)
+  end
+end
+
 -- parse_known_args(): returns the namespace and the extra arguments;
 -- errors and help unwind with error(Result).
 function Parser:_parse_known_args(args, ns)
+  self:_ensure_built()
   ns = ns or new_namespace()
   for _, action in ipairs(self._actions) do
     if action.dest ~= SUPPRESS and not ns.has[action.dest]
@@ -1531,6 +1547,7 @@ end
 
 --- format_usage(): "usage: ...\n" (empty if usage is argparse.SUPPRESS).
 function Parser:format_usage()
+  self:_ensure_built()
   if self.usage == SUPPRESS then
     return ""
   end
@@ -1591,6 +1608,7 @@ end
 
 --- format_help(): the full help text, ending in "\n".
 function Parser:format_help()
+  self:_ensure_built()
   local width = formatter_width(self)
   local max_help_position = math.min(24, math.max(width - 20, 4))
   local out = {}

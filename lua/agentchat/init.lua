@@ -399,9 +399,10 @@ function Channel:peek(n)
 end
 
 --- Legacy marker claim: rename task-<id>.md to task-<id>.CLAIMED-<slug>.md.
-function Channel:claim(marker, opts)
+--- (ch:claim(id, ...) is the task board's lease claim, agentchat.api.tasks.)
+function Channel:claim_marker(marker, opts)
   if type(marker) ~= "string" or type(opts) ~= "table" or type(opts.as) ~= "string" then
-    error("claim expects (marker, {as = name})", 2)
+    error("claim_marker expects (marker, {as = name})", 2)
   end
   return self._h:claim_marker(marker, opts.as)
 end

@@ -230,6 +230,11 @@ end
 
 --- len() of the Python str that s decodes to.
 function M.ulen(s)
+  -- utf8.len (in C) agrees for valid UTF-8; it returns nil otherwise.
+  local fast = utf8.len(s)
+  if fast then
+    return fast
+  end
   local n = 0
   for _ in M.codes(s) do
     n = n + 1

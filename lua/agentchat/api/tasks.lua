@@ -1,8 +1,67 @@
--- agentchat.api.tasks: the tasks methods of agentchat.Channel (placeholder until
--- its issue lands). install(Channel, M) adds methods to the channel class.
+-- agentchat.api.tasks: the task-board methods of agentchat.Channel.
+--
+--   ch:tasks()                                   -- list of records, by id
+--   ch:task(id)                                  -- record, blocking ("" = ready)
+--   ch:task_create{id=, from=, title=, owner=, depends_on={}, files_hint={},
+--                  acceptance={}, branch=}       -- record
+--   ch:task_update(id, {as=, title=, owner=, clear_owner=, depends_on=,
+--                  files_hint=, acceptance=, branch=, clear_branch=, status=})
+--   ch:claim(id, {as=, lease=300})               -- take the lease
+--   ch:renew(id, {as=, lease=300})
+--   ch:release(id, {as=}) / ch:done(id, {as=}) / ch:block(id, {as=})
+--   ch:recover(id, {as=, reason=, lease=300})    -- take over an expired lease
+--   ch:recover_pending_lease{as=, resolve=nil|"rollback"|"published"}
+--
+-- Records are tables with the twelve fields of SPEC.md 3.5 (JSON null
+-- fields are nil). Failures return nil, message, code (TASK_*, LEASE_*).
 local A = {}
 
-function A.install(_, _)
+local function tasks()
+  return require "agentchat.tasks"
+end
+
+local function need_as(opts, what)
+  if type(opts) ~= "table" or type(opts.as) ~= "string" then
+    error(what .. " expects {as = name}", 3)
+  end
+end
+
+function A.install(Channel, _)
+  function Channel:tasks()
+    return tasks().list(self:handle())
+  end
+
+  function Channel:task(id)
+    return tasks().show(self:handle(), id)
+  end
+
+  function Channel:task_create(t)
+    if type(t) ~= "table" then
+      error("task_create expects a table", 2)
+    end
+    return tasks().create(self:handle(), {
+      id = t.id, created_by = t.created_by or t.from, title = t.title, owner = t.owner,
+      depends_on = t.depends_on, files_hint = t.files_hint, acceptance = t.acceptance,
+      branch = t.branch,
+    })
+  end
+
+  function Channel:task_update(id, t)
+    need_as(t, "task_update")
+    return tasks().update(self:handle(), id, t.as, t)
+  end
+
+  for _, op in ipairs({ "claim", "renew", "release", "done", "block", "recover" }) do
+    Channel[op] = function(self, id, opts)
+      need_as(opts, op)
+      return tasks().lease(self:handle(), op, id, opts.as, opts.lease or 300.0, opts.reason)
+    end
+  end
+
+  function Channel:recover_pending_lease(opts)
+    need_as(opts, "recover_pending_lease")
+    return tasks().recover_pending(self:handle(), opts.as, opts.resolve)
+  end
 end
 
 return A

@@ -325,7 +325,7 @@ local function cmd_claim(args, ctx)
     return rc
   end
   local dest
-  dest, msg, code, exit = ch:claim(args.task, { as = args.as })
+  dest, msg, code, exit = ch:claim_marker(args.task, { as = args.as })
   if not dest then
     return ctx.fail(msg, code, exit)
   end
@@ -336,65 +336,77 @@ end
 -- ------------------------------------------------------------ grammar
 
 function M.register(sub)
-  local p = sub:parser("init", { help = "create a channel",
-    description = "Create a channel folder with its _meta.json." })
-  p:positional{ "channel", help = "channel name" }
-  p:option{ "--members", help = "comma-separated member names (informational only)" }
-  p:option{ "--topic", help = "channel topic (stored verbatim)" }
-  p:set_defaults{ handler = cmd_init }
+  -- Arguments are defined on first use (argparse `build`): a command line
+  -- pays only for the subcommand it runs.
+  sub:parser("init", { help = "create a channel",
+    description = "Create a channel folder with its _meta.json.", build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:option{ "--members", help = "comma-separated member names (informational only)" }
+      p:option{ "--topic", help = "channel topic (stored verbatim)" }
+      p:set_defaults{ handler = cmd_init }
+    end })
 
-  p = sub:parser("channels", { help = "list channels with counts and last message",
-    description = "List every channel under the root." })
-  p:set_defaults{ handler = cmd_channels }
+  sub:parser("channels", { help = "list channels with counts and last message",
+    description = "List every channel under the root.", build = function(p)
+      p:set_defaults{ handler = cmd_channels }
+    end })
 
-  p = sub:parser("roster", { help = "show a channel's topic, members and size",
-    description = "Show a channel's topic, members and message count." })
-  p:positional{ "channel", help = "channel name" }
-  p:set_defaults{ handler = cmd_roster }
+  sub:parser("roster", { help = "show a channel's topic, members and size",
+    description = "Show a channel's topic, members and message count.", build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:set_defaults{ handler = cmd_roster }
+    end })
 
-  p = sub:parser("post", { help = "post a message",
-    description = "Post a message. The body comes from --body, else --body-file, else stdin." })
-  p:positional{ "channel", help = "channel name" }
-  p:option{ "--from", required = true, help = "sender name" }
-  p:option{ "--to", default = "all", help = "recipients: all, or a comma list (default: all)" }
-  p:option{ "--title", required = true, help = "message title (may be empty)" }
-  p:option{ "--reply", type = int_text, type_name = "int", help = "seq this message replies to (0: none)" }
-  p:option{ "--status", default = "discussion", help = "status label (default: discussion)" }
-  p:option{ "--body", help = "message body text" }
-  p:option{ "--body-file", help = "read the body from this file" }
-  p:set_defaults{ handler = cmd_post }
+  sub:parser("post", { help = "post a message",
+    description = "Post a message. The body comes from --body, else --body-file, else stdin.",
+    build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:option{ "--from", required = true, help = "sender name" }
+      p:option{ "--to", default = "all", help = "recipients: all, or a comma list (default: all)" }
+      p:option{ "--title", required = true, help = "message title (may be empty)" }
+      p:option{ "--reply", type = int_text, type_name = "int", help = "seq this message replies to (0: none)" }
+      p:option{ "--status", default = "discussion", help = "status label (default: discussion)" }
+      p:option{ "--body", help = "message body text" }
+      p:option{ "--body-file", help = "read the body from this file" }
+      p:set_defaults{ handler = cmd_post }
+    end })
 
-  p = sub:parser("read", { help = "print unread messages and move the cursor",
-    description = "Print the messages for an agent above its cursor, then move the cursor." })
-  p:positional{ "channel", help = "channel name" }
-  p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
-  p:option{ "--all", action = "store_true", help = "show every message from #1, own ones included" }
-  p:option{ "--peek", action = "store_true", help = "do not move the cursor" }
-  p:set_defaults{ handler = cmd_read }
+  sub:parser("read", { help = "print unread messages and move the cursor",
+    description = "Print the messages for an agent above its cursor, then move the cursor.",
+    build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
+      p:option{ "--all", action = "store_true", help = "show every message from #1, own ones included" }
+      p:option{ "--peek", action = "store_true", help = "do not move the cursor" }
+      p:set_defaults{ handler = cmd_read }
+    end })
 
-  p = sub:parser("wait", { help = "block until a relevant message arrives",
+  sub:parser("wait", { help = "block until a relevant message arrives",
     description = "Block (no CPU) until a message for the agent arrives, print it, move the cursor. "
-      .. "Exit 2 on timeout." })
-  p:positional{ "channel", help = "channel name" }
-  p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
-  p:option{ "--timeout", type = "float", default = 900.0, help = "seconds to wait (default: 900)" }
-  p:option{ "--interval", type = "float", default = 5.0,
-            help = "rescan period in seconds where change notification is unavailable (default: 5)" }
-  p:set_defaults{ handler = cmd_wait }
+      .. "Exit 2 on timeout.", build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
+      p:option{ "--timeout", type = "float", default = 900.0, help = "seconds to wait (default: 900)" }
+      p:option{ "--interval", type = "float", default = 5.0,
+                help = "rescan period in seconds where change notification is unavailable (default: 5)" }
+      p:set_defaults{ handler = cmd_wait }
+    end })
 
-  p = sub:parser("peek", { help = "show the last messages without touching cursors",
-    description = "Show the last N messages, any recipient; no cursor moves." })
-  p:positional{ "channel", help = "channel name" }
-  p:option{ "-n", type = int_saturating, type_name = "int", default = 3, help = "how many (default: 3)" }
-  p:set_defaults{ handler = cmd_peek }
+  sub:parser("peek", { help = "show the last messages without touching cursors",
+    description = "Show the last N messages, any recipient; no cursor moves.", build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:option{ "-n", type = int_saturating, type_name = "int", default = 3, help = "how many (default: 3)" }
+      p:set_defaults{ handler = cmd_peek }
+    end })
 
-  p = sub:parser("claim", { help = "legacy: claim a task-<id>.md marker by renaming it",
+  sub:parser("claim", { help = "legacy: claim a task-<id>.md marker by renaming it",
     description = "Rename task-<id>.md to task-<id>.CLAIMED-<agent>.md under the seq lock. "
-      .. "Exit 3 if it is gone or already claimed." })
-  p:positional{ "channel", help = "channel name" }
-  p:positional{ "task", help = "marker file name, task-<id>.md" }
-  p:option{ "--as", dest = "as", required = true, help = "claimer (agent name)" }
-  p:set_defaults{ handler = cmd_claim }
+      .. "Exit 3 if it is gone or already claimed.", build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:positional{ "task", help = "marker file name, task-<id>.md" }
+      p:option{ "--as", dest = "as", required = true, help = "claimer (agent name)" }
+      p:set_defaults{ handler = cmd_claim }
+    end })
 end
 
 return M

@@ -57,14 +57,15 @@ function M.raw(command, argv, at, root, ctx)
 end
 
 function M.register(sub)
-  local p = sub:parser("run", { help = "run a Lua script with the agentchat API",
+  sub:parser("run", { help = "run a Lua script with the agentchat API",
     description = "Run SCRIPT with the full Lua 5.4 standard library and the agentchat modules; "
-      .. "arguments after it are passed through untouched." })
-  p:positional{ "script", help = "Lua file ('-' reads stdin)" }
-  p:positional{ "args", nargs = "...", help = "arguments for the script" }
-  p:set_defaults{ handler = function(_, ctx)
-    return ctx.fail("run must be the command word", "USAGE", 2)
-  end }
+      .. "arguments after it are passed through untouched.", build = function(p)
+      p:positional{ "script", help = "Lua file ('-' reads stdin)" }
+      p:positional{ "args", nargs = "...", help = "arguments for the script" }
+      p:set_defaults{ handler = function(_, ctx)
+        return ctx.fail("run must be the command word", "USAGE", 2)
+      end }
+    end })
 end
 
 return M

@@ -240,9 +240,15 @@ local function list_flags(p)
   p:option{ "--acceptance", action = "append", help = "acceptance criteria (repeatable, comma lists allowed)" }
 end
 
+local build_task
+
 function M.register(sub)
-  local task = sub:parser("task", { help = "task board: create, claim, update, finish tasks",
-    description = "Task board with dependencies and expiring leases.", tag = TAG })
+  sub:parser("task", { help = "task board: create, claim, update, finish tasks",
+    description = "Task board with dependencies and expiring leases.", tag = TAG,
+    build = function(task) build_task(task) end })
+end
+
+function build_task(task)
   local ts = task:subparsers{ dest = "task_command", metavar = "COMMAND", required = true }
   local handlers = {
     create = cmd_create, list = cmd_list, show = cmd_show, update = cmd_update,
@@ -258,41 +264,42 @@ function M.register(sub)
     block = "mark a task blocked", release = "give a task back",
   }
   for _, name in ipairs(SUBCOMMANDS) do
-    local p = ts:parser(name, { help = help[name], tag = TAG })
-    channel_arg(p)
-    if name ~= "list" and name ~= "recover-pending" then
-      task_arg(p)
-    end
-    if name == "create" then
-      p:option{ "--from", "--created-by", dest = "created_by", required = true, help = "creator" }
-      p:option{ "--title", required = true, help = "task title (may be empty)" }
-      p:option{ "--owner", help = "preassigned owner ('' for none)" }
-      list_flags(p)
-      p:option{ "--branch", help = "git branch (must not be empty)" }
-    elseif name == "update" then
-      actor(p)
-      p:option{ "--title", help = "new title" }
-      p:option{ "--owner", help = "new owner" }
-      p:option{ "--clear-owner", action = "store_true", help = "remove the owner" }
-      list_flags(p)
-      p:option{ "--branch", help = "new branch" }
-      p:option{ "--clear-branch", action = "store_true", help = "remove the branch" }
-      p:option{ "--status", help = "open, in_progress, blocked, done or cancelled" }
-    elseif name == "claim" or name == "renew" then
-      actor(p)
-      lease_flags(p)
-    elseif name == "recover" then
-      actor(p)
-      p:option{ "--reason", required = true, help = "why the lease is taken over" }
-      lease_flags(p)
-    elseif name == "recover-pending" then
-      actor(p)
-      p:option{ "--resolve-publication", choices = { "rollback", "published" },
-                help = "how to resolve an applied transaction" }
-    elseif name ~= "list" and name ~= "show" then
-      actor(p)
-    end
-    p:set_defaults{ handler = handlers[name] }
+    ts:parser(name, { help = help[name], tag = TAG, build = function(p)
+      channel_arg(p)
+      if name ~= "list" and name ~= "recover-pending" then
+        task_arg(p)
+      end
+      if name == "create" then
+        p:option{ "--from", "--created-by", dest = "created_by", required = true, help = "creator" }
+        p:option{ "--title", required = true, help = "task title (may be empty)" }
+        p:option{ "--owner", help = "preassigned owner ('' for none)" }
+        list_flags(p)
+        p:option{ "--branch", help = "git branch (must not be empty)" }
+      elseif name == "update" then
+        actor(p)
+        p:option{ "--title", help = "new title" }
+        p:option{ "--owner", help = "new owner" }
+        p:option{ "--clear-owner", action = "store_true", help = "remove the owner" }
+        list_flags(p)
+        p:option{ "--branch", help = "new branch" }
+        p:option{ "--clear-branch", action = "store_true", help = "remove the branch" }
+        p:option{ "--status", help = "open, in_progress, blocked, done or cancelled" }
+      elseif name == "claim" or name == "renew" then
+        actor(p)
+        lease_flags(p)
+      elseif name == "recover" then
+        actor(p)
+        p:option{ "--reason", required = true, help = "why the lease is taken over" }
+        lease_flags(p)
+      elseif name == "recover-pending" then
+        actor(p)
+        p:option{ "--resolve-publication", choices = { "rollback", "published" },
+                  help = "how to resolve an applied transaction" }
+      elseif name ~= "list" and name ~= "show" then
+        actor(p)
+      end
+      p:set_defaults{ handler = handlers[name] }
+    end })
   end
 end
 

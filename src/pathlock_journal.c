@@ -1,0 +1,327 @@
+/*
+ * pathlock_journal.c - the path-lock journal, locks/.path-lock-transaction.json
+ * (SPEC.md 3.7), and its recovery; see pathlock.h for the lifecycle.
+ *
+ * The journal records one mutation of one lock record: the record file's
+ * bytes before and after (base64, null meaning "no file"), the phase
+ * reached, and the transaction id that the audit message carries. It is
+ * written with the same atomic recipe as every file (temp, fsync, link or
+ * rename, directory fsync), so a reader sees a whole journal or none.
+ *
+ * Compatibility: journals written by the Python tool are read as it reads
+ * them (version 1, "target" as "<id>.json" or "locks/<id>.json", strict
+ * base64), and ours are byte-for-byte what it writes (indent 2, sorted
+ * keys), so either tool can recover the other's crash.
+ */
+#include "pathlock_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentchat/audit.h"
+#include "agentchat/codec.h"
+#include "agentchat/fault.h"
+#include "agentchat/fsutil.h"
+#include "agentchat/json.h"
+#include "agentchat/pyjson.h"
+
+/* json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) */
+static const struct ac_json_style journal_style = { 2, 0, 1, ",", ": " };
+
+static const char *const PHASES[] = { "prepared", "applied", "published", NULL };
+static const char *const OPERATIONS[] = { "lock", "unlock", "recover", NULL };
+static const char *const EVENTS[] = { "path.locked", "path.lock.unlocked",
+                                      "path.lock.recovered", NULL };
+
+int ac_pl_err(struct ac_err *err, const char *code, const char *fmt, ...)
+{
+    int saved = errno;
+    if (err) {
+        va_list ap;
+        err->code = code;
+        err->exit_code = PL_EXIT;
+        err->sys_errno = 0;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    errno = saved;
+    return -1;
+}
+
+void ac_pl_journal_free(struct ac_pl_journal *j)
+{
+    free(j->actor);
+    free(j->before);
+    free(j->after);
+    j->actor = j->before = j->after = NULL;
+}
+
+static int one_of(const char *s, const char *const *set)
+{
+    for (; *set; set++)
+        if (strcmp(s, *set) == 0)
+            return 1;
+    return 0;
+}
+
+/* A string member copied into buf (size n); 0, or -1 when missing, not a
+ * string, holding a NUL, or too long. */
+static int get_str(const json_t *obj, const char *key, char *buf, size_t n)
+{
+    const json_t *v = json_object_get(obj, key);
+    size_t len;
+    if (!json_is_string(v))
+        return -1;
+    len = json_string_length(v);
+    if (len >= n || strlen(json_string_value(v)) != len)
+        return -1;
+    memcpy(buf, json_string_value(v), len + 1);
+    return 0;
+}
+
+/* "<name>.json" with a safe stem ([A-Za-z0-9][A-Za-z0-9._-]*): the only
+ * targets a journal may name, so recovery never writes outside locks/. */
+static int lock_file_name(const char *s)
+{
+    size_t len = strlen(s), i;
+    if (len < 6 || len > 255 || strcmp(s + len - 5, ".json") != 0)
+        return 0;
+    for (i = 0; i < len - 5; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+            return 0;
+    }
+    return 1;
+}
+
+/* Decode the base64 member `key` (string or null). Returns 0 (*out NULL
+ * for null), -1 for bad base64. */
+static int get_bytes(const json_t *obj, const char *key, char **out, size_t *len)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    *len = 0;
+    if (json_is_null(v))
+        return 0;
+    *out = ac_b64_decode(json_string_value(v), json_string_length(v), len);
+    return *out ? 0 : -1;
+}
+
+int ac_pl_journal_read(int ldfd, struct ac_pl_journal *j, struct ac_err *err)
+{
+    static const char *const bytes_keys[] = { "before", "after" };
+    char *data = NULL, msg[AC_PYJSON_MSG_MAX], target[300];
+    size_t len, i;
+    json_t *root = NULL, *v;
+    int rc = -1;
+
+    memset(j, 0, sizeof *j);
+    if (ldfd == -1)
+        return 0;
+    if (ac_read_file_at(ldfd, AC_PATHLOCK_JOURNAL, AC_PATHLOCK_FILE_CAP, &data, &len) == -1) {
+        if (errno == ENOENT)
+            return 0;
+        return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
+                         "could not read transaction marker: [Errno %d] %s", errno, strerror(errno));
+    }
+    root = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
+    free(data);
+    if (!root)
+        return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
+                         "could not read transaction marker: %s", msg);
+
+    /* The shape: every member present with its type and a known value. */
+    v = json_object_get(root, "version");
+    if (!json_is_object(root) || !json_is_integer(v) || json_integer_value(v) != 1 ||
+        get_str(root, "phase", j->phase, sizeof j->phase) == -1 || !one_of(j->phase, PHASES) ||
+        get_str(root, "operation", j->operation, sizeof j->operation) == -1 ||
+        !one_of(j->operation, OPERATIONS) ||
+        get_str(root, "event", j->event, sizeof j->event) == -1 || !one_of(j->event, EVENTS) ||
+        get_str(root, "transaction_id", j->txid, sizeof j->txid) == -1 ||
+        get_str(root, "target", target, sizeof target) == -1 ||
+        !json_is_string(json_object_get(root, "actor"))) {
+        ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID", "transaction marker has an unsupported shape");
+        goto out;
+    }
+    for (i = 0; i < 2; i++) {
+        v = json_object_get(root, bytes_keys[i]);
+        if (!json_is_null(v) && !json_is_string(v)) {
+            ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
+                      "transaction marker has an unsupported shape");
+            goto out;
+        }
+    }
+    /* "locks/<id>.json" or "<id>.json". */
+    {
+        const char *name = strncmp(target, "locks/", 6) == 0 ? target + 6 : target;
+        if (!lock_file_name(name)) {
+            ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
+                      "transaction target is not a lock record filename");
+            goto out;
+        }
+        memmove(j->target, name, strlen(name) + 1);
+    }
+    if (get_bytes(root, "before", &j->before, &j->before_len) == -1 ||
+        get_bytes(root, "after", &j->after, &j->after_len) == -1) {
+        ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID", "transaction bytes are not valid base64");
+        goto out;
+    }
+    j->actor = strdup(json_string_value(json_object_get(root, "actor")));
+    if (!j->actor) {
+        ac_err_sys(err, ENOMEM, NULL, "could not read transaction marker");
+        goto out;
+    }
+    rc = 1;
+out:
+    json_decref(root);
+    if (rc != 1)
+        ac_pl_journal_free(j);
+    return rc;
+}
+
+/* Add a base64 member (or null). */
+static int set_bytes(json_t *obj, const char *key, const char *data, size_t len)
+{
+    char *b64;
+    if (!data)
+        return json_object_set_new(obj, key, json_null());
+    b64 = ac_b64_encode(data, len);
+    if (!b64)
+        return -1;
+    if (json_object_set_new(obj, key, json_string(b64)) == -1) {
+        free(b64);
+        return -1;
+    }
+    free(b64);
+    return 0;
+}
+
+int ac_pl_journal_write(int ldfd, const struct ac_pl_journal *j, const char *phase,
+                        int create, const char *fault_tag)
+{
+    json_t *o = json_object();
+    char *text = NULL;
+    size_t len;
+    int rc = -1, saved;
+
+    if (!o ||
+        json_object_set_new(o, "version", json_integer(1)) == -1 ||
+        json_object_set_new(o, "transaction_id", json_string(j->txid)) == -1 ||
+        json_object_set_new(o, "phase", json_string(phase)) == -1 ||
+        json_object_set_new(o, "operation", json_string(j->operation)) == -1 ||
+        json_object_set_new(o, "event", json_string(j->event)) == -1 ||
+        json_object_set_new(o, "target", json_string(j->target)) == -1 ||
+        json_object_set_new(o, "actor", json_string(j->actor)) == -1 ||
+        set_bytes(o, "before", j->before, j->before_len) == -1 ||
+        set_bytes(o, "after", j->after, j->after_len) == -1) {
+        errno = ENOMEM;
+        goto out;
+    }
+    text = ac_json_dump(o, &journal_style, &len);
+    if (!text) {
+        errno = ENOMEM;
+        goto out;
+    }
+    text[len++] = '\n';     /* ac_json_dump leaves room for the NUL */
+    rc = ac_write_atomic(ldfd, AC_PATHLOCK_JOURNAL, text, len, 0644,
+                         create ? AC_ATOMIC_NOREPLACE : AC_ATOMIC_REPLACE, fault_tag);
+out:
+    saved = errno;
+    free(text);
+    json_decref(o);
+    errno = saved;
+    return rc;
+}
+
+int ac_pl_journal_remove(int ldfd)
+{
+    if (AC_FAULT("pathlock.journal.remove") == -1)
+        return -1;
+    if (unlinkat(ldfd, AC_PATHLOCK_JOURNAL, 0) == -1 && errno != ENOENT)
+        return -1;
+    if (AC_FAULT("pathlock.journal.dirsync") == -1)
+        return -1;
+    return ac_fsync_dir(ldfd);
+}
+
+int ac_pl_restore_before(int ldfd, const struct ac_pl_journal *j)
+{
+    if (j->before)
+        return ac_write_atomic(ldfd, j->target, j->before, j->before_len, 0644,
+                               AC_ATOMIC_REPLACE, "pathlock.restore");
+    if (AC_FAULT("pathlock.restore.unlink") == -1)
+        return -1;
+    if (unlinkat(ldfd, j->target, 0) == -1 && errno != ENOENT)
+        return -1;
+    if (AC_FAULT("pathlock.restore.dirsync") == -1)
+        return -1;
+    return ac_fsync_dir(ldfd);
+}
+
+int ac_pl_matches_after(int ldfd, const struct ac_pl_journal *j)
+{
+    char *data;
+    size_t len;
+    int same;
+    if (ac_read_file_at(ldfd, j->target, AC_PATHLOCK_FILE_CAP, &data, &len) == -1) {
+        if (errno == ENOENT)
+            return j->after == NULL;
+        if (errno == EFBIG)
+            return 0;
+        return -1;
+    }
+    same = j->after && len == j->after_len && memcmp(data, j->after, len) == 0;
+    free(data);
+    return same;
+}
+
+int ac_pl_journal_resolve(struct ac_chan *ch, int ldfd, const struct ac_pl_journal *j,
+                          enum ac_pathlock_resolve resolve,
+                          enum ac_pathlock_outcome *outcome, struct ac_err *err)
+{
+    int complete;
+
+    if (strcmp(j->phase, "prepared") == 0) {
+        if (resolve != AC_RESOLVE_AUTO)
+            return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
+                             "publication resolution applies only to applied or published "
+                             "transactions");
+        complete = 0;
+    } else if (resolve == AC_RESOLVE_ROLLBACK) {
+        complete = 0;
+    } else if (resolve == AC_RESOLVE_PUBLISHED || strcmp(j->phase, "published") == 0) {
+        complete = 1;
+    } else {
+        /* applied: was the audit message posted before the crash? */
+        int found = 0;
+        if (j->txid[0] && strlen(j->txid) <= 64) {
+            found = ac_audit_find_transaction(ch, j->txid, err);
+            if (found == -1)
+                return -1;
+        }
+        complete = found;
+    }
+
+    if (complete) {
+        int m = ac_pl_matches_after(ldfd, j);
+        if (m == -1)
+            return ac_err_sys(err, errno, NULL, "could not read lock record %s", j->target);
+        if (m == 0)
+            return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
+                             "published transaction does not match lock state");
+    } else if (ac_pl_restore_before(ldfd, j) == -1) {
+        return ac_err_sys(err, errno, NULL, "could not restore lock record %s", j->target);
+    }
+    if (ac_pl_journal_remove(ldfd) == -1)
+        return ac_err_sys(err, errno, NULL, "could not remove the path-lock journal");
+    if (outcome)
+        *outcome = complete ? AC_PENDING_COMPLETED : AC_PENDING_ROLLED_BACK;
+    return 0;
+}
