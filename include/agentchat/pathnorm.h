@@ -14,9 +14,12 @@
  *   a ".." segment                  parent traversal is not allowed
  * Then "." and empty segments collapse, a trailing '/' goes ("./a//b/" is
  * "a/b", "./." is "."), and symlinks are resolved component by component
- * (never with the kernel following them for us): a link leading outside the
- * channel gives "path resolves outside the channel workspace". The result
- * is what the Python tool's Path.resolve().relative_to(channel) gives.
+ * exactly as Python's posixpath.realpath() does (lstat + readlink, nothing
+ * is opened): a result outside the channel gives "path resolves outside
+ * the channel workspace", a symlink loop "path contains a symlink loop",
+ * and a result longer than the caller's buffer "path is too long". The
+ * result is what the Python tool's Path.resolve().relative_to(channel)
+ * gives; a link may leave the channel and come back in.
  */
 #ifndef AGENTCHAT_PATHNORM_H
 #define AGENTCHAT_PATHNORM_H

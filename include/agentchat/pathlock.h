@@ -1,0 +1,215 @@
+/*
+ * pathlock.h - path locks on workspace files and directories (SPEC.md 2.2,
+ * 3.7, 3.9): lock records, overlap, the path-lock journal and its recovery.
+ *
+ * An agent reserves files and directories of the channel's workspace for a
+ * lease. A lock is one record `locks/<lock_id>.json` holding one or more
+ * paths; a directory path covers everything below it; an expired lock still
+ * conflicts until someone recovers it explicitly with a reason. The folder
+ * format and every error line are the Python tool's, so both tools can
+ * lock in one channel at the same time:
+ *
+ *   <channel>/.path-locks.lock               flock mutex of every command here
+ *   <channel>/locks/<lock_id>.json           one active lock (uuid4 hex id)
+ *   <channel>/locks/.path-lock-transaction.json   the journal of a mutation
+ *
+ * Record (indent 2, sorted keys, UTF-8, trailing newline):
+ *   channel, expires_at, lock_id, locked_at, owner,
+ *   paths: [{display_path, kind: file|directory, normalized_path}],
+ *   previous_expires_at, previous_owner, recovery_reason, updated_at
+ * The reader also takes the aliases lease_expires_at and
+ * previous_lease_expires_at (equal to the main fields when both exist).
+ *
+ * Journal (same layout): version 1, transaction_id, phase
+ * prepared|applied|published, operation lock|unlock|recover, event
+ * path.locked|path.lock.unlocked|path.lock.recovered, target "<id>.json"
+ * (or "locks/<id>.json"), before and after (base64 of the record file's
+ * bytes, null for "no file"), actor.
+ *
+ * Lifecycle of one mutation (lock, unlock, recover), under the mutex:
+ *   1. write the journal, phase prepared (published with link(): never
+ *      over an existing journal);
+ *   2. apply: link() the new record (lock), rename() the rewritten record
+ *      over the old one (recover), or unlink() it (unlock);
+ *   3. phase applied;
+ *   4. post the audit message (its body holds the transaction_id);
+ *   5. phase published;
+ *   6. remove the journal.
+ * A crash anywhere leaves the old state, the new state, or the journal,
+ * which makes lock/check/unlock/recover fail with
+ * PATH_LOCK_TRANSACTION_PENDING until recover-pending resolves it:
+ *   prepared                       -> restore `before`
+ *   applied, audit message found   -> verify `after`, remove the journal
+ *   applied, no audit message      -> restore `before`
+ *   published                      -> verify `after`, remove the journal
+ *                                     (a mismatch is TRANSACTION_INVALID)
+ *   --resolve-publication rollback -> restore `before` (applied/published)
+ *   --resolve-publication published-> verify `after` (applied/published)
+ * A failed audit post is resolved the same way at once, in process.
+ *
+ * Calling sequence (every operation takes and releases the mutex itself):
+ *     struct ac_err err = AC_ERR_INIT;
+ *     struct ac_lockrec rec;
+ *     if (ac_pathlock_lock(ch, paths, n, "alice", 300.0, &rec, &err) == -1)
+ *         report(err.code, err.msg);          // PATH_LOCK_*, exit 1
+ *     ... rec.lock_id ...
+ *     ac_lockrec_free(&rec);
+ *
+ * Error handling: -1 with *err filled (codes PATH_LOCK_*, exit 1, the
+ * Python tool's messages), or an I/O error (IO_ERROR). Nothing prints.
+ */
+#ifndef AGENTCHAT_PATHLOCK_H
+#define AGENTCHAT_PATHLOCK_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentchat/err.h"
+#include "agentchat/store.h"
+
+#define AC_PATHLOCK_MUTEX ".path-locks.lock"
+#define AC_PATHLOCK_DIR "locks"
+#define AC_PATHLOCK_JOURNAL ".path-lock-transaction.json"
+#define AC_PATHLOCK_DEFAULT_LEASE 300.0
+
+/* Largest lock record or journal we read (a record lists paths; 16 MB is
+ * far beyond any real one and bounds a hostile file). */
+#define AC_PATHLOCK_FILE_CAP (16u << 20)
+
+struct ac_lockpath {
+    char *display;          /* display_path: the argument as given */
+    char *normalized;       /* normalized_path: workspace-relative */
+    int is_dir;             /* kind: 1 "directory", 0 "file" */
+};
+
+/* One lock record as read (or about to be written). Strings are malloc'ed
+ * and NUL-terminated; the optional ones are NULL for JSON null. */
+struct ac_lockrec {
+    char *lock_id;
+    char *channel;
+    char *owner;
+    char *expires_at;       /* expires_at, or its alias lease_expires_at */
+    char *locked_at;
+    char *updated_at;
+    char *previous_owner;
+    char *previous_expires_at;
+    char *recovery_reason;
+    struct ac_lockpath *paths;
+    size_t npaths;
+    int64_t expires_us;     /* expires_at as microseconds since 1970 */
+    json_t *json;           /* the parsed record (NULL for a new one) */
+};
+
+struct ac_locklist {
+    struct ac_lockrec *v;   /* sorted by lock id (file name) */
+    size_t n;
+};
+
+void ac_lockrec_free(struct ac_lockrec *r);
+void ac_locklist_free(struct ac_locklist *l);
+
+/* True when the record has expired at `now_us` (expiry <= now). */
+int ac_lockrec_expired(const struct ac_lockrec *r, int64_t now_us);
+
+/* ---- validation (no I/O) ---- */
+
+/* "[A-Za-z0-9][A-Za-z0-9._-]*": PATH_LOCK_INVALID_OWNER
+ * "<what> must be a safe identity" (what is "owner" or "actor"). */
+int ac_pathlock_check_owner(const char *owner, const char *what, struct ac_err *err);
+
+/* A finite, positive number of seconds that keeps the expiry within the
+ * years 1..9999: PATH_LOCK_INVALID_DURATION. *us gets the duration in
+ * microseconds (rounded half to even, as timedelta does). */
+int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err);
+
+/* Non-empty (after stripping whitespace) and free of control characters:
+ * PATH_LOCK_INVALID_REASON. */
+int ac_pathlock_check_reason(const char *reason, struct ac_err *err);
+
+/* Do two normalized paths overlap? Equal, one a '/'-prefix of the other,
+ * or either is ".". */
+int ac_pathlock_overlaps(const char *a, const char *b);
+
+/* Is a stored normalized_path canonical and workspace-relative? */
+int ac_pathlock_path_canonical(const char *p);
+
+/* Normalize `path` inside the channel directory chfd (SPEC 3.7): fills
+ * *out (display = path) or fails with PATH_LOCK_INVALID_PATH. */
+int ac_pathlock_normalize(int chfd, const char *path, struct ac_lockpath *out,
+                          struct ac_err *err);
+
+/* ---- operations (each takes the mutex) ---- */
+
+/* Lock `paths` (n >= 1) for `owner` for `lease` seconds. *out receives
+ * the new record. */
+int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
+                     const char *owner, double lease, struct ac_lockrec *out,
+                     struct ac_err *err);
+
+/* The locks overlapping any of `paths`, expired ones included, sorted by
+ * lock id (an empty list means "available"). `owner` may be NULL; when
+ * given it is only validated. */
+int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
+                      const char *owner, struct ac_locklist *out, struct ac_err *err);
+
+/* Remove the lock named by `target` (a lock id, or a path whose normalized
+ * form equals one of the lock's normalized paths). *out receives the
+ * removed record (may be NULL). */
+int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner,
+                       struct ac_lockrec *out, struct ac_err *err);
+
+/* Take over the expired lock named by `target` for `owner` with `reason`
+ * for `lease` seconds; the lock id is kept. *out receives the new record
+ * (previous_owner and friends set). */
+int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owner,
+                        const char *reason, double lease, struct ac_lockrec *out,
+                        struct ac_err *err);
+
+enum ac_pathlock_resolve {
+    AC_RESOLVE_AUTO = 0,        /* decide from the phase (see above) */
+    AC_RESOLVE_ROLLBACK,        /* --resolve-publication rollback */
+    AC_RESOLVE_PUBLISHED        /* --resolve-publication published */
+};
+
+/* What recover-pending did. */
+enum ac_pathlock_outcome {
+    AC_PENDING_NONE = 0,        /* there was no journal */
+    AC_PENDING_ROLLED_BACK,     /* `before` restored */
+    AC_PENDING_COMPLETED        /* `after` verified, journal removed */
+};
+
+struct ac_pending_info {
+    enum ac_pathlock_outcome outcome;
+    char transaction_id[128];
+    char operation[16];
+    char lock_id[256];          /* the target's id ("" when none) */
+};
+
+/* Resolve a pending journal (no audit message is posted). Nothing pending
+ * is a success with outcome AC_PENDING_NONE. `info` may be NULL. */
+int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
+                                enum ac_pathlock_resolve resolve,
+                                struct ac_pending_info *info, struct ac_err *err);
+
+enum {
+    AC_LIST_IGNORE_JOURNAL = 1  /* do not fail on a pending journal */
+};
+
+/* Every lock record, validated, sorted by id. Fails on a pending journal
+ * (TRANSACTION_PENDING / _INVALID) unless AC_LIST_IGNORE_JOURNAL; then
+ * *pending (may be NULL) is set to 1 when a usable journal exists and
+ * pending_id (at least 256 bytes, may be NULL) to the lock id it concerns. */
+int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
+                     int *pending, char *pending_id, struct ac_err *err);
+
+/* The exact bytes of a record file (sorted keys, indent 2, UTF-8, "\n").
+ * malloc'ed, or NULL (ENOMEM). */
+char *ac_lockrec_encode(const struct ac_lockrec *r, size_t *len);
+
+/* Parse and validate record bytes read from `filename` of channel
+ * `channel` (PATH_LOCK_INVALID_RECORD with the Python tool's messages). */
+int ac_lockrec_parse(const char *data, size_t len, const char *filename,
+                     const char *channel, struct ac_lockrec *out, struct ac_err *err);
+
+#endif
