@@ -18,6 +18,7 @@
  *   sys.interrupted()               -- signal number that asked us to stop, or nil
  *   sys.getpid()
  *   sys.home()                      -- $HOME, else the password database
+ *   sys.iso_has_offset(s)           -- ISO-8601 with an offset? (nil: not ISO)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/fsutil.h"
+#include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/pystr.h"
@@ -207,6 +209,20 @@ static int l_home(lua_State *L)
     return 1;
 }
 
+/* True when s is an ISO-8601 timestamp (Python's fromisoformat) with an
+ * explicit UTC offset; nil when it is not a timestamp at all. */
+static int l_iso_has_offset(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    int64_t us;
+    int flags;
+    if (ac_isotime_parse(s, len, &us, &flags) == -1)
+        return 0;
+    lua_pushboolean(L, (flags & AC_ISOTIME_HAS_OFFSET) != 0);
+    return 1;
+}
+
 static int l_getpid(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)getpid());
@@ -227,6 +243,7 @@ static const luaL_Reg funcs[] = {
     { "float_repr", l_float_repr },
     { "interrupted", l_interrupted },
     { "getpid", l_getpid },
+    { "iso_has_offset", l_iso_has_offset },
     { "home", l_home },
     { NULL, NULL }
 };

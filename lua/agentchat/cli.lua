@@ -13,6 +13,7 @@ M.families = {
   "agentchat.commands.messages",
   "agentchat.commands.locks",
   "agentchat.commands.tasks",
+  "agentchat.commands.events",
   "agentchat.commands.scripting",
 }
 

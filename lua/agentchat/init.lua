@@ -418,6 +418,7 @@ M.Channel = Channel
 -- Each family adds its methods to Channel (one file per family).
 require("agentchat.api.tasks").install(Channel, M)
 require("agentchat.api.locks").install(Channel, M)
+require("agentchat.api.events").install(Channel, M)
 M.errors = errors
 M.pycompat = py
 M.version = "0.1.0"
