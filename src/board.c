@@ -187,6 +187,23 @@ int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
     return 0;
 }
 
+/* With the task mutex held, a temp file in tasks/ or claims/ belongs to a
+ * writer that died (every writer of those directories holds the mutex):
+ * remove it, so a crash leaves no debris behind once the board is used.
+ * Called after a successful mutation (a refused command changes nothing). */
+void ac_board_sweep(struct ac_board *b)
+{
+    static const char *const dirs[] = { AC_TASKS_DIR, AC_CLAIMS_DIR };
+    size_t i;
+    for (i = 0; i < 2; i++) {
+        int fd = ac_open_dir_at(b->chfd, dirs[i]);
+        if (fd != -1) {
+            ac_sweep_temps(fd, 0);
+            close(fd);
+        }
+    }
+}
+
 int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err)
 {
     int rc;
@@ -394,6 +411,8 @@ int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t 
     if (!ac_safe_name(spec->id))
         return ac_task_err(err, "TASK_INVALID_ID",
                            "id must contain only letters, digits, '.', '_' or '-'");
+    if (strlen(spec->id) > AC_TASK_ID_MAX)
+        return ac_task_err(err, "TASK_INVALID_ID", "id must be at most %d characters", AC_TASK_ID_MAX);
     if (json_object_get(b->tasks, spec->id))
         return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", spec->id);
     ac_board_now(now, 0);

@@ -357,6 +357,34 @@ int ac_is_regular_at(int dirfd, const char *name)
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
+struct sweep {
+    int dirfd;
+    int64_t min_age, now;
+    int removed;
+};
+
+static int sweep_cb(void *ctx, const char *name, unsigned char type)
+{
+    struct sweep *s = ctx;
+    size_t len = strlen(name);
+    struct stat st;
+    if (type != DT_REG || name[0] != '.' || len < 6 || strcmp(name + len - 4, ".tmp") != 0)
+        return 0;
+    if (s->min_age > 0 && (fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+                           s->now - st.st_mtim.tv_sec < s->min_age))
+        return 0;
+    if (unlinkat(s->dirfd, name, 0) == 0)
+        s->removed++;
+    return 0;
+}
+
+int ac_sweep_temps(int dirfd, int64_t min_age_sec)
+{
+    struct sweep s = { dirfd, min_age_sec, (int64_t)time(NULL), 0 };
+    ac_dir_walk(dirfd, sweep_cb, &s);
+    return s.removed;
+}
+
 int ac_dir_walk(int dirfd, ac_dir_cb cb, void *ctx)
 {
     int fd = open_retry(dirfd, ".", O_RDONLY | O_DIRECTORY, 0);

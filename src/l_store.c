@@ -7,6 +7,8 @@
  *   st:create(name, meta_json)            -- true
  *   local ch = st:channel(name)           -- userdata "agentchat.channel"
  *   ch:post{from=, to=, title=, status=, body=, reply_to=}  -- seq, file name
+ *                                         (and a warning when the message is
+ *                                         visible but its fsync failed)
  *   ch:fetch{as=, after=, all=, stamp=}   -- inbox table (see push_inbox)
  *   ch:last(n)                            -- inbox table of the last n
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
@@ -390,8 +392,16 @@ static int chan_post(lua_State *L)
     req.status = opt_field_string(L, 2, "status", "discussion");
     req.body = field_string_len(L, 2, "body", &req.body_len);
     req.reply_to = reply_text(L, 2, reply);
-    if (c->ch->store->ops->msg_post(c->ch, &req, &res, &err) == -1)
-        return fail_err(L, &err);
+    res.published = 0;
+    if (c->ch->store->ops->msg_post(c->ch, &req, &res, &err) == -1) {
+        if (!res.published)
+            return fail_err(L, &err);
+        /* Visible but not known durable: success, with the warning. */
+        lua_pushinteger(L, (lua_Integer)res.seq);
+        lua_pushstring(L, res.name);
+        lua_pushstring(L, err.msg);
+        return 3;
+    }
     lua_pushinteger(L, (lua_Integer)res.seq);
     lua_pushstring(L, res.name);
     return 2;

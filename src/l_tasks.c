@@ -30,10 +30,15 @@
 #include "agentchat/lua_host.h"
 #include "agentchat/taskrec.h"
 
+/* Every TASK_* and LEASE_* failure exits 2 (SPEC.md 2.5), TASK_IO_ERROR
+ * included; other codes (INTERRUPTED) keep theirs. */
 static int fail(lua_State *L, const struct ac_err *err)
 {
-    return ac_lua_fail(L, err->code ? err->code : "TASK_IO_ERROR",
-                       err->exit_code ? err->exit_code : 2, err->msg);
+    const char *code = err->code ? err->code : "TASK_IO_ERROR";
+    int exit_code = err->exit_code ? err->exit_code : 2;
+    if (strncmp(code, "TASK_", 5) == 0 || strncmp(code, "LEASE_", 6) == 0)
+        exit_code = 2;
+    return ac_lua_fail(L, code, exit_code, err->msg);
 }
 
 /* A record as a Lua table: null fields left out. */
@@ -102,7 +107,7 @@ static json_t *opt_list(lua_State *L, int idx, const char *key, int *bad_text)
 
 static int bad_utf8(lua_State *L)
 {
-    return ac_lua_fail(L, "INVALID_UTF8", 2, "task fields must be valid UTF-8 text");
+    return ac_lua_fail(L, "TASK_INVALID_RECORD", 2, "task fields must be valid UTF-8 text");
 }
 
 static int open_board(lua_State *L, int mode, struct ac_board *b)
@@ -184,6 +189,8 @@ static int l_create(lua_State *L)
     n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
     if (n == 0) {
         rc = ac_board_create(&b, &spec, &out, &err);
+        if (rc == 0)
+            ac_board_sweep(&b);
         ac_board_close(&b);
         if (rc == -1)
             n = fail(L, &err);
@@ -226,6 +233,8 @@ static int l_update(lua_State *L)
     n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
     if (n == 0) {
         rc = ac_board_update(&b, id, actor, &chg, &out, &err);
+        if (rc == 0)
+            ac_board_sweep(&b);
         ac_board_close(&b);
         if (rc == -1)
             n = fail(L, &err);
@@ -257,6 +266,8 @@ static int l_lease(lua_State *L)
     if (n)
         return n;
     rc = ac_lease_apply(&b, codes[op], id, actor, seconds, reason, &out, &err);
+    if (rc == 0)
+        ac_board_sweep(&b);
     ac_board_close(&b);
     if (rc == -1)
         return fail(L, &err);

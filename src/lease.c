@@ -16,6 +16,7 @@
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/pyjson.h"
+#include "agentchat/seq.h"
 #include "agentchat/taskrec.h"
 
 #define CLAIM_CAP (1u << 20)
@@ -229,6 +230,8 @@ int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **cl
                      json_object_get(task, "lease_expires_at"))))
         rc = ac_task_err(err, "LEASE_INCONSISTENT", "lease record %s does not match task %s",
                          found_name ? found_name : "?", id);
+    if (rc == 0 && !found && task && !json_is_null(json_object_get(task, "lease_expires_at")))
+        rc = ac_task_err(err, "LEASE_INCONSISTENT", "task %s has a lease but no lease record", id);
     if (rc == -1) {
         json_decref(found);
         free(found_name);
@@ -326,7 +329,8 @@ static int apply_claims(int cfd, const struct change *c, size_t n, int use_next)
         if (!bytes) {
             if (AC_FAULT("lease.claim.unlink") == -1)
                 return -1;
-            if (unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT)
+            /* ENAMETOOLONG: a name that cannot exist is absent too. */
+            if (unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG)
                 return -1;
             continue;
         }
@@ -431,12 +435,13 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
         body = ac_board_audit_body(b, event, before, after);
         json_object_update(body, details);
         json_object_set_new(body, "transaction_id", json_string(txid));
+        int posted;
         if (AC_FAULT("lease.audit") == -1)
-            ac_err_sys(&aerr, errno, "TASK_IO_ERROR", "could not post the audit message");
+            posted = ac_err_sys(&aerr, errno, "TASK_IO_ERROR", "could not post the audit message");
         else
-            ac_audit_post(b->ch, actor, event, id, body, NULL, &aerr);
+            posted = ac_audit_post(b->ch, actor, event, id, body, NULL, &aerr);
         json_decref(body);
-        if (aerr.code) {
+        if (posted == -1) {
             if (rollback(b, cfd, id, before_bytes, before_len, c, n) == -1)
                 rc = ac_task_err(err, "LEASE_AUDIT_ROLLBACK_FAILED",
                                  "could not post the audit message (%s) nor roll back", aerr.msg);
@@ -529,10 +534,21 @@ static int read_journal(struct ac_board *b, struct journal *jr, struct ac_err *e
         const char *file = json_string_value(json_object_get(item, "file"));
         json_t *p = json_object_get(item, "previous"), *nx = json_object_get(item, "next");
         struct change *c = &jr->changes[jr->nchanges];
-        if (!file || file[0] == '.' || strchr(file, '/') || strlen(file) >= sizeof c->file ||
-            strlen(file) < 6 || strcmp(file + strlen(file) - 5, ".json") != 0 ||
+        size_t idlen = strlen(jr->task_id), flen = file ? strlen(file) : 0;
+        /* Only this task's lease files: <task_id>.<safe owner>.json */
+        if (!file || flen >= sizeof c->file || flen <= idlen + 6 ||
+            strncmp(file, jr->task_id, idlen) != 0 || file[idlen] != '.' ||
+            strcmp(file + flen - 5, ".json") != 0 ||
             !(json_is_string(p) || json_is_null(p)) || !(json_is_string(nx) || json_is_null(nx)))
             SHAPE();
+        {
+            char owner[300];
+            size_t olen = flen - idlen - 6;
+            memcpy(owner, file + idlen + 1, olen);
+            owner[olen] = '\0';
+            if (!ac_safe_name(owner))
+                SHAPE();
+        }
         strcpy(c->file, file);
         jr->nchanges++;
         if (json_is_string(p) &&
@@ -626,6 +642,11 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
     cur = ac_board_get(b, id, err);
     if (!cur)
         return -1;
+    /* claims/<id>.<owner>.json must be a possible file name: refuse before
+     * anything is written rather than fail halfway through a journal. */
+    if (strlen(id) + strlen(actor) + 6 > 255)
+        return ac_task_err(err, "LEASE_INVALID_OWNER",
+                           "lease record name %s.%s.json would be longer than 255 bytes", id, actor);
     if (ac_lease_state(b, id, &claim, &claim_file, &expired, err) == -1)
         return -1;
     status = ac_task_str(cur, "status");
@@ -851,6 +872,16 @@ static int recovery_audit(struct ac_board *b, const char *actor, const struct jo
     return rc;
 }
 
+/* A crashed mutation may have left temp files behind: under the task
+ * mutex every temp in tasks/ and claims/ is dead; the channel's post debris
+ * is swept under the seq lock. Best effort. */
+static void sweep_debris(struct ac_board *b)
+{
+    struct ac_err ignored = AC_ERR_INIT;
+    ac_board_sweep(b);
+    ac_seq_sweep(b->chfd, &ignored);
+}
+
 int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,
                              struct ac_err *err)
 {
@@ -859,11 +890,16 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
 
     if (!ac_safe_name(actor))
         return ac_task_err(err, "LEASE_INVALID_OWNER", "actor must be a safe identity");
+    if (resolve && strcmp(resolve, "rollback") != 0 && strcmp(resolve, "published") != 0)
+        return ac_task_err(err, "TASK_INVALID_COMMAND",
+                           "resolve-publication must be rollback or published");
     rc = read_journal(b, &jr, err);
     if (rc == -1)
         return -1;
-    if (rc == 0)
+    if (rc == 0) {
+        sweep_debris(b);
         return ac_task_err(err, "LEASE_TRANSACTION_NOT_FOUND", "no pending lease transaction exists");
+    }
     if (resolve && strcmp(jr.phase, "applied") != 0) {
         journal_free(&jr);
         return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
@@ -923,6 +959,8 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
     if (rc == 0 && (unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED", "could not remove the lease journal: %s",
                          strerror(errno));
+    if (rc == 0)
+        sweep_debris(b);
 out:
     close(cfd);
     journal_free(&jr);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "agentchat/seq.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -140,4 +141,35 @@ int ac_seq_reserve(int dirfd, uint64_t seq, char *name)
 void ac_seq_unreserve(int dirfd, const char *name)
 {
     unlinkat(dirfd, name, 0);
+}
+
+struct seq_sweep {
+    int dirfd;
+    int removed;
+};
+
+static int seq_sweep_cb(void *ctx, const char *name, unsigned char type)
+{
+    struct seq_sweep *s = ctx;
+    size_t len = strlen(name);
+    if (type != DT_REG)
+        return 0;
+    if (strncmp(name, ".seqres-", 8) == 0 ||
+        (strncmp(name, ".seqhigh.", 9) == 0 && len > 4 && strcmp(name + len - 4, ".tmp") == 0)) {
+        if (unlinkat(s->dirfd, name, 0) == 0)
+            s->removed++;
+    }
+    return 0;
+}
+
+int ac_seq_sweep(int dirfd, struct ac_err *err)
+{
+    struct ac_seqlock lk;
+    struct seq_sweep s = { dirfd, 0 };
+    if (ac_seqlock_acquire(dirfd, &lk, err) == -1)
+        return -1;
+    ac_dir_walk(dirfd, seq_sweep_cb, &s);
+    s.removed += ac_sweep_temps(dirfd, 60);
+    ac_seqlock_release(&lk);
+    return s.removed;
 }

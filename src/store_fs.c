@@ -362,6 +362,7 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     long switches;
     int rc;
 
+    out->published = 0;
     if (ac_seqlock_acquire(fd, &lk, err) == -1)
         return -1;
     if (disk_state(fd, &lk, &disk_max, &count, err) == -1)
@@ -430,6 +431,7 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
         seq++;                  /* never overwrite an existing message */
     }
     out->seq = seq;
+    out->published = 1;
     if (AC_FAULT("post.dirsync") == -1 || ac_fsync_dir(fd) == -1) {
         ac_err_sys(err, errno, NULL, "could not sync channel directory");
         goto fail;

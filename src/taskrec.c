@@ -240,7 +240,9 @@ int ac_task_validate(const json_t *rec, const char *filename, const char *channe
     }
 
     s = json_string_value(json_object_get(rec, "created_by"));
-    if (!s || !s[0])
+    if (!s)
+        return ac_task_err(err, "TASK_INVALID_CREATED_BY", "created_by must be a string");
+    if (!s[0])
         return ac_task_err(err, "TASK_INVALID_CREATED_BY", "created_by must not be empty");
     if (ac_has_control(s))
         return ac_task_err(err, "TASK_INVALID_CREATED_BY",

@@ -33,6 +33,10 @@
 #define AC_TASKS_DIR "tasks"
 #define AC_CLAIMS_DIR "claims"
 #define AC_TASK_RECORD_CAP (4u << 20)
+/* Longest id `task create` accepts: tasks/<id>.json must fit a file name
+ * (255 bytes). A lease whose file name claims/<id>.<owner>.json would not
+ * fit is refused before anything is written (LEASE_INVALID_OWNER). */
+#define AC_TASK_ID_MAX 250
 
 enum {
     AC_BOARD_READ = 0,
@@ -47,6 +51,10 @@ struct ac_board {
     json_t *tasks;           /* object: id -> record */
     json_t *ids;             /* array of ids, sorted */
 };
+
+/* Remove dead temp files from tasks/ and claims/ (mutex held; call after a
+ * successful mutation). */
+void ac_board_sweep(struct ac_board *b);
 
 /* Lock and load. */
 int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err);

@@ -112,6 +112,12 @@ int ac_dirstate_eq(const struct ac_dirstate *a, const struct ac_dirstate *b);
 /* True when a regular file `name` exists in dirfd (not following symlinks). */
 int ac_is_regular_at(int dirfd, const char *name);
 
+/* Remove the temp files of ac_write_atomic (".<name>.<random>.tmp") from
+ * dirfd that are at least min_age_sec old (0: all). Only for a directory
+ * whose writers the caller excludes (it holds their lock), or with an age
+ * no live write can reach. Returns the number removed. */
+int ac_sweep_temps(int dirfd, int64_t min_age_sec);
+
 /* Directory iteration. The callback gets each entry name (never "." or "..")
  * and a d_type (DT_UNKNOWN is resolved with fstatat, without following
  * symlinks). A callback returning non-zero stops the walk and that value is

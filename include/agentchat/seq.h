@@ -72,4 +72,10 @@ int ac_seq_high_write(int dirfd, uint64_t seq);
 int ac_seq_reserve(int dirfd, uint64_t seq, char *name);
 void ac_seq_unreserve(int dirfd, const char *name);
 
+/* Under the seq lock, remove what crashed posters left: every .seqres-N
+ * and .seqhigh temp (only posters holding the lock create them), and other
+ * temp files older than a minute. Returns the number removed, or -1 with
+ * err when the lock cannot be taken. */
+int ac_seq_sweep(int dirfd, struct ac_err *err);
+
 #endif

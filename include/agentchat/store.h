@@ -43,6 +43,9 @@ struct ac_post_req {
 struct ac_post_result {
     uint64_t seq;
     char name[256];           /* file name inside the channel */
+    int published;            /* the message is visible, even if the post
+                                 then reports an error (a failed directory
+                                 fsync): callers must not post it again */
 };
 
 struct ac_file {

@@ -306,7 +306,8 @@ function Channel:post(t)
   if not seq then
     return nil, file, code, exit
   end
-  return { seq = seq, file = file, channel = self.name }
+  -- A third value is a warning: visible, but not known to be durable.
+  return { seq = seq, file = file, channel = self.name, warning = code }
 end
 
 --- The agent's cursor.

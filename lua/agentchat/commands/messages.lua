@@ -232,6 +232,9 @@ local function cmd_post(args, ctx)
     return ctx.fail(msg, code, exit)
   end
   ctx.out(string.format("posted #%d -> %s/%s\n", res.seq, args.channel, res.file))
+  if res.warning then
+    ctx.err("agent-chat: warning: " .. res.warning .. "\n")
+  end
   return 0
 end
 

@@ -53,7 +53,9 @@ local function open_channel(args, ctx)
     return ch
   end
   if code == "CHANNEL_INVALID_NAME" then
-    return nil, ctx.fail("invalid channel name: '" .. args.channel .. "' (" .. msg .. ")",
+    -- The core message quotes the name with control characters escaped.
+    local shown = msg:match(": '(.*)'$") or args.channel
+    return nil, ctx.fail("invalid channel name: '" .. shown .. "' (" .. msg .. ")",
       "TASK_INVALID_CHANNEL", 2)
   elseif code == "CHANNEL_NOT_FOUND" then
     return nil, ctx.fail("channel does not contain _meta.json: " .. ac.join_path(root.path, args.channel),
