@@ -198,11 +198,22 @@ static int l_check(lua_State *L)
     return 1;
 }
 
-static int target_nul(lua_State *L, const char *target)
+/* A target holding NUL matches nothing; show it on one line, NUL as \x00. */
+static int target_nul(lua_State *L, int idx)
 {
-    char msg[AC_ERR_MSG_MAX];
-    char shown[900];
-    ac_err_quote(shown, sizeof shown, target, 800);
+    char msg[AC_ERR_MSG_MAX], flat[600], shown[900];
+    size_t len, i, o = 0;
+    const char *target = lua_tolstring(L, idx, &len);
+    for (i = 0; i < len && o + 5 < sizeof flat; i++) {
+        if (target[i] == '\0') {
+            memcpy(flat + o, "\\x00", 4);
+            o += 4;
+        } else {
+            flat[o++] = target[i];
+        }
+    }
+    flat[o] = '\0';
+    ac_err_quote(shown, sizeof shown, flat, 800);
     snprintf(msg, sizeof msg, "lock record does not exist: %s", shown);
     return ac_lua_fail(L, "PATH_LOCK_NOT_FOUND", 1, msg);
 }
@@ -220,7 +231,7 @@ static int l_unlock(lua_State *L)
     if (onul)
         return owner_nul(L, "owner");
     if (tnul)
-        return target_nul(L, target);
+        return target_nul(L, 2);
     if (ac_pathlock_unlock(ch, target, owner, &rec, &err) == -1)
         return fail_err(L, &err);
     push_record(L, &rec, ac_isotime_now_us());
@@ -251,7 +262,7 @@ static int l_recover(lua_State *L)
         ac_pathlock_check_duration(lease, &us, &err) == -1)
         return fail_err(L, &err);
     if (tnul)
-        return target_nul(L, target);
+        return target_nul(L, 2);
     if (ac_pathlock_recover(ch, target, owner, reason, lease, &rec, &err) == -1)
         return fail_err(L, &err);
     push_record(L, &rec, ac_isotime_now_us());

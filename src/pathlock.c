@@ -16,6 +16,7 @@
  */
 #include "pathlock_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -58,6 +59,12 @@ void ac_lockrec_free(struct ac_lockrec *r)
     size_t i;
     if (!r)
         return;
+    if (r->borrowed) {              /* the strings live in r->json */
+        free(r->paths);
+        json_decref(r->json);
+        memset(r, 0, sizeof *r);
+        return;
+    }
     free(r->lock_id);
     free(r->channel);
     free(r->owner);
@@ -101,15 +108,6 @@ static const char *member_str(const json_t *obj, const char *key, int *bad)
         return NULL;
     }
     return json_string_value(v);
-}
-
-static int dup_opt(char **dst, const char *s)
-{
-    *dst = NULL;
-    if (!s)
-        return 0;
-    *dst = strdup(s);
-    return *dst ? 0 : -1;
 }
 
 int ac_pathlock_path_canonical(const char *p)
@@ -246,22 +244,25 @@ static int parse_record(const char *data, size_t len, const char *filename,
             return bad_record(err, "path kind must be file or directory");
     }
 
-    /* Valid: copy the fields out. */
+    /* Valid: the fields point into out->json, which the record keeps
+     * (50 records are read by every command: no copies). */
     out->paths = calloc(json_array_size(paths), sizeof *out->paths);
-    if (!out->paths || dup_opt(&out->lock_id, lock_id) == -1 ||
-        dup_opt(&out->channel, chan) == -1 || dup_opt(&out->owner, owner) == -1 ||
-        dup_opt(&out->expires_at, expires) == -1 || dup_opt(&out->locked_at, locked_at) == -1 ||
-        dup_opt(&out->updated_at, updated_at) == -1 ||
-        dup_opt(&out->previous_owner, prev_owner) == -1 ||
-        dup_opt(&out->previous_expires_at, prev_expires) == -1 ||
-        dup_opt(&out->recovery_reason, reason) == -1)
+    if (!out->paths)
         goto oom;
+    out->borrowed = 1;
+    out->lock_id = (char *)lock_id;
+    out->channel = (char *)chan;
+    out->owner = (char *)owner;
+    out->expires_at = (char *)expires;
+    out->locked_at = (char *)locked_at;
+    out->updated_at = (char *)updated_at;
+    out->previous_owner = (char *)prev_owner;
+    out->previous_expires_at = (char *)prev_expires;
+    out->recovery_reason = (char *)reason;
     json_array_foreach(paths, i, item) {
         struct ac_lockpath *p = &out->paths[out->npaths++];
-        if (dup_opt(&p->display, json_string_value(json_object_get(item, "display_path"))) == -1 ||
-            dup_opt(&p->normalized,
-                    json_string_value(json_object_get(item, "normalized_path"))) == -1)
-            goto oom;
+        p->display = (char *)json_string_value(json_object_get(item, "display_path"));
+        p->normalized = (char *)json_string_value(json_object_get(item, "normalized_path"));
         p->is_dir = strcmp(json_string_value(json_object_get(item, "kind")), "directory") == 0;
     }
     return 0;
@@ -552,11 +553,13 @@ struct names {
     int oom;
 };
 
+/* Record names: "*.json" not starting with '.' (the journal, temps and
+ * hidden files are not records). The first byte of each stored name is
+ * 'r' for a regular file (as readdir saw it), '?' otherwise. */
 static int name_cb(void *ctx, const char *name, unsigned char type)
 {
     struct names *c = ctx;
     size_t len = strlen(name);
-    (void)type;
     if (name[0] == '.' || len < 5 || strcmp(name + len - 5, ".json") != 0)
         return 0;
     if (c->n == c->cap) {
@@ -569,17 +572,68 @@ static int name_cb(void *ctx, const char *name, unsigned char type)
         c->v = nv;
         c->cap = ncap;
     }
-    if (!(c->v[c->n] = strdup(name))) {
+    if (!(c->v[c->n] = malloc(len + 2))) {
         c->oom = 1;
         return 1;
     }
+    c->v[c->n][0] = type == DT_REG ? 'r' : '?';
+    memcpy(c->v[c->n] + 1, name, len + 1);
     c->n++;
     return 0;
 }
 
 static int cmp_name(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
+}
+
+/* Read a regular file that readdir reported as one: open, read, close
+ * (no fstat: a short read of a regular file is its end). `buf` is reused
+ * across records and grows as needed up to the cap. O_NOFOLLOW and
+ * O_NONBLOCK keep a file swapped for a link or a FIFO meanwhile harmless.
+ * errno is meaningful on -1. */
+static int read_record(int ldfd, const char *name, char **buf, size_t *cap, size_t *len)
+{
+    size_t used = 0;
+    int fd, saved;
+    do
+        fd = openat(ldfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    while (fd == -1 && errno == EINTR);
+    if (fd == -1)
+        return -1;
+    for (;;) {
+        ssize_t n;
+        if (used == *cap) {
+            size_t ncap = *cap ? *cap * 2 : 65536;
+            char *nb;
+            if (*cap > AC_PATHLOCK_FILE_CAP) {
+                errno = EFBIG;
+                goto fail;
+            }
+            if (!(nb = realloc(*buf, ncap + 1)))
+                goto fail;
+            *buf = nb;
+            *cap = ncap;
+        }
+        n = read(fd, *buf + used, *cap - used);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            goto fail;
+        }
+        used += (size_t)n;
+        if (n == 0 || used < *cap)
+            break;
+    }
+    close(fd);
+    (*buf)[used] = '\0';
+    *len = used;
+    return 0;
+fail:
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
 }
 
 /* Python's str(OSError) for a record: "[Errno 21] Is a directory: '<path>'". */
@@ -597,7 +651,8 @@ static int record_os_error(struct session *s, const char *name, int e, struct ac
 static int session_load(struct session *s, struct ac_locklist *out, struct ac_err *err)
 {
     struct names c;
-    size_t i;
+    char *buf = NULL;
+    size_t i, cap = 0;
     int rc = -1;
 
     memset(&c, 0, sizeof c);
@@ -617,24 +672,34 @@ static int session_load(struct session *s, struct ac_locklist *out, struct ac_er
         goto out;
     }
     for (i = 0; i < c.n; i++) {
-        char *data;
+        const char *name = c.v[i] + 1;
         size_t len;
-        if (ac_read_file_at(s->ldfd, c.v[i], AC_PATHLOCK_FILE_CAP, &data, &len) == -1) {
-            record_os_error(s, c.v[i], errno, err);
+        int r;
+        if (c.v[i][0] == 'r') {
+            r = read_record(s->ldfd, name, &buf, &cap, &len);
+        } else {                /* not regular: let the careful reader say why */
+            char *data = NULL;
+            r = ac_read_file_at(s->ldfd, name, AC_PATHLOCK_FILE_CAP, &data, &len);
+            if (r == 0) {
+                free(buf);
+                buf = data;
+                cap = len;
+            }
+        }
+        if (r == -1) {
+            record_os_error(s, name, errno, err);
             goto out;
         }
-        if (ac_lockrec_parse(data, len, c.v[i], s->ch->name, &out->v[out->n], err) == -1) {
-            free(data);
+        if (ac_lockrec_parse(buf, len, name, s->ch->name, &out->v[out->n], err) == -1)
             goto out;
-        }
         out->n++;
-        free(data);
     }
     rc = 0;
 out:
     for (i = 0; i < c.n; i++)
         free(c.v[i]);
     free(c.v);
+    free(buf);
     if (rc == -1)
         ac_locklist_free(out);
     return rc;
@@ -706,19 +771,23 @@ static void roll_back(struct session *s, const struct ac_pl_journal *j)
         ac_pl_journal_remove(s->ldfd);
 }
 
-/* Apply the change to the record file. errno is meaningful on -1. */
+/* Apply the change to the record file. errno is meaningful on -1.
+ * The record's directory entry is made durable by the directory sync of
+ * the next journal write (same directory), which must happen before the
+ * audit message anyway; if a power cut loses the entry first, the journal
+ * still says "prepared" or "applied" without an audit message, and the
+ * rollback finds nothing to undo. */
 static int apply(struct session *s, const struct ac_pl_journal *j)
 {
     if (j->after)
         return ac_write_atomic(s->ldfd, j->target, j->after, j->after_len, 0644,
-                               strcmp(j->operation, "lock") == 0 ? AC_ATOMIC_NOREPLACE
-                                                                 : AC_ATOMIC_REPLACE,
+                               (strcmp(j->operation, "lock") == 0 ? AC_ATOMIC_NOREPLACE
+                                                                  : AC_ATOMIC_REPLACE) |
+                                   AC_ATOMIC_NO_DIRSYNC,
                                "pathlock.record");
     if (AC_FAULT("pathlock.record.unlink") == -1 || unlinkat(s->ldfd, j->target, 0) == -1)
         return -1;
-    if (AC_FAULT("pathlock.record.dirsync") == -1)
-        return -1;
-    return ac_fsync_dir(s->ldfd);
+    return 0;
 }
 
 static int run_mutation(struct session *s, const struct mutation *m, struct ac_err *err)
@@ -746,6 +815,9 @@ static int run_mutation(struct session *s, const struct mutation *m, struct ac_e
         if (e == EEXIST)
             return ac_pl_err(err, "PATH_LOCK_TRANSACTION_PENDING",
                              "a previous path-lock mutation needs explicit recovery");
+        /* It may have been published before the failure (a failed
+         * directory sync): nothing was applied, so it can go. */
+        ac_pl_journal_remove(s->ldfd);
         return ac_err_sys(err, e, NULL, "could not write the path-lock journal");
     }
     /* 2. apply */
@@ -779,11 +851,10 @@ static int run_mutation(struct session *s, const struct mutation *m, struct ac_e
         }
         return -1;
     }
-    /* 5. published, 6. done */
-    if (ac_pl_journal_write(s->ldfd, &j, "published", 0, "pathlock.journal.published") == -1) {
-        /* Applied and announced: removing the journal is all that is
-         * left, and recovery would do just that. */
-    }
+    /* 5. published, 6. done. Both are only bookkeeping: an applied journal
+     * whose audit message exists resolves exactly like a published one,
+     * so neither needs its own directory sync nor can fail the command. */
+    ac_pl_journal_write(s->ldfd, &j, "published", 0, "pathlock.journal.published");
     if (ac_pl_journal_remove(s->ldfd) == -1)
         return ac_pl_err(err, "PATH_LOCK_TRANSACTION_PENDING",
                          "the path-lock change was applied and announced, but its journal "
@@ -1119,6 +1190,18 @@ out:
     return rc;
 }
 
+/* Temp files of ours (".<name>.<random>.tmp") left in locks/ by a crash.
+ * They are only ever created under the mutex, so any that exists while we
+ * hold it is dead. Best effort. */
+static int sweep_cb(void *ctx, const char *name, unsigned char type)
+{
+    int ldfd = *(int *)ctx;
+    size_t len = strlen(name);
+    if (type == DT_REG && name[0] == '.' && len > 5 && strcmp(name + len - 4, ".tmp") == 0)
+        unlinkat(ldfd, name, 0);
+    return 0;
+}
+
 int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
                                 enum ac_pathlock_resolve resolve,
                                 struct ac_pending_info *info, struct ac_err *err)
@@ -1145,6 +1228,8 @@ int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
         rc = ac_pl_journal_resolve(ch, s.ldfd, &j, resolve, &oc, err);
         ac_pl_journal_free(&j);
     }
+    if (rc != -1 && s.ldfd != -1)
+        ac_dir_walk(s.ldfd, sweep_cb, &s.ldfd);
     session_close(&s);
     if (info)
         info->outcome = oc;

@@ -231,7 +231,10 @@ int ac_pl_journal_write(int ldfd, const struct ac_pl_journal *j, const char *pha
     }
     text[len++] = '\n';     /* ac_json_dump leaves room for the NUL */
     rc = ac_write_atomic(ldfd, AC_PATHLOCK_JOURNAL, text, len, 0644,
-                         create ? AC_ATOMIC_NOREPLACE : AC_ATOMIC_REPLACE, fault_tag);
+                         create ? AC_ATOMIC_NOREPLACE
+                                : AC_ATOMIC_REPLACE |
+                                      (strcmp(phase, "published") == 0 ? AC_ATOMIC_NO_DIRSYNC : 0),
+                         fault_tag);
 out:
     saved = errno;
     free(text);
@@ -246,9 +249,12 @@ int ac_pl_journal_remove(int ldfd)
         return -1;
     if (unlinkat(ldfd, AC_PATHLOCK_JOURNAL, 0) == -1 && errno != ENOENT)
         return -1;
-    if (AC_FAULT("pathlock.journal.dirsync") == -1)
-        return -1;
-    return ac_fsync_dir(ldfd);
+    /* Best effort: if the removal is lost in a power cut, the journal
+     * comes back and recover-pending resolves it again (every resolution
+     * is idempotent: `after` still matches, or `before` is restored). */
+    if (AC_FAULT("pathlock.journal.dirsync") == 0)
+        ac_fsync_dir(ldfd);
+    return 0;
 }
 
 int ac_pl_restore_before(int ldfd, const struct ac_pl_journal *j)

@@ -83,8 +83,10 @@ struct ac_lockpath {
     int is_dir;             /* kind: 1 "directory", 0 "file" */
 };
 
-/* One lock record as read (or about to be written). Strings are malloc'ed
- * and NUL-terminated; the optional ones are NULL for JSON null. */
+/* One lock record as read (or about to be written). Strings are
+ * NUL-terminated, owned by the record (malloc'ed, or inside `json` for a
+ * parsed one); the optional ones are NULL for JSON null. Treat as read-only
+ * and release with ac_lockrec_free(). */
 struct ac_lockrec {
     char *lock_id;
     char *channel;
@@ -99,6 +101,7 @@ struct ac_lockrec {
     size_t npaths;
     int64_t expires_us;     /* expires_at as microseconds since 1970 */
     json_t *json;           /* the parsed record (NULL for a new one) */
+    int borrowed;           /* the strings point into json (parsed records) */
 };
 
 struct ac_locklist {
@@ -187,7 +190,8 @@ struct ac_pending_info {
 };
 
 /* Resolve a pending journal (no audit message is posted). Nothing pending
- * is a success with outcome AC_PENDING_NONE. `info` may be NULL. */
+ * is a success with outcome AC_PENDING_NONE. Temp files a crash left in
+ * locks/ are removed too. `info` may be NULL. */
 int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
                                 enum ac_pathlock_resolve resolve,
                                 struct ac_pending_info *info, struct ac_err *err);
