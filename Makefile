@@ -79,8 +79,8 @@ build/librt.a: $(RUNTIME_OBJ)
 build/%.o: src/%.c | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-# Lua modules are precompiled (debug info kept) with the liblua we link,
-# which halves start-up time; AGENT_CHAT_LUA_PATH still loads sources.
+# Lua modules are precompiled (debug info stripped) with the liblua we
+# link, which halves start-up time; AGENT_CHAT_LUA_PATH loads the sources.
 LUA_BC := $(LUA_SRC:%.lua=build/bc/%.luac)
 
 build/tools/dump-lua: scripts/dump-lua.c | build

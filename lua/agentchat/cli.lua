@@ -6,16 +6,50 @@ local errors = require "agentchat.errors"
 
 local M = {}
 
--- Command families, in the order their subcommands appear in --help. Each
--- module has register(subparsers) and gives every subcommand a `handler`
--- default: handler(args, ctx) -> exit code.
-M.families = {
-  "agentchat.commands.messages",
-  "agentchat.commands.locks",
-  "agentchat.commands.tasks",
-  "agentchat.commands.events",
-  "agentchat.commands.scripting",
+-- Every command, in --help order: its name, its family module and its
+-- one-line help. A family module is loaded only when one of its commands
+-- runs (or is shown with -h): its register(subparsers) defines each command
+-- with a `build` function and a `handler` default (handler(args, ctx) ->
+-- exit code). Start-up is most of a command's time, so this matters.
+M.commands = {
+  { "init", "messages", "create a channel" },
+  { "channels", "messages", "list channels with counts and last message" },
+  { "roster", "messages", "show a channel's topic, members and size" },
+  { "post", "messages", "post a message" },
+  { "read", "messages", "print unread messages and move the cursor" },
+  { "wait", "messages", "block until a relevant message arrives" },
+  { "peek", "messages", "show the last messages without touching cursors" },
+  { "claim", "messages", "legacy: claim a task-<id>.md marker by renaming it" },
+  { "lock", "locks", "lock workspace paths for a lease" },
+  { "check", "locks", "show the locks overlapping paths" },
+  { "unlock", "locks", "release a path lock" },
+  { "recover", "locks", "take over an expired path lock" },
+  { "recover-pending", "locks", "resolve an interrupted path-lock change" },
+  { "task", "tasks", "task board: create, claim, update, finish tasks" },
+  { "event", "events", "post and read capability/status events" },
+  { "run", "scripting", "run a Lua script with the agentchat API" },
 }
+
+-- Build one command from its family: run the family's register() against a
+-- stand-in that only takes the definition of `name`.
+local function build_command(family, name, p)
+  local stub = setmetatable({}, { __index = function()
+    return function() end
+  end })
+  local only = {}
+  function only.parser(_, n, opts)
+    if n ~= name then
+      return stub
+    end
+    p.description = opts.description or p.description
+    p.tag = opts.tag or p.tag
+    if opts.build then
+      opts.build(p)
+    end
+    return p
+  end
+  require("agentchat.commands." .. family).register(only)
+end
 
 local DESCRIPTION = [[
 Peer agent sessions coordinate by exchanging Markdown message files in
@@ -31,8 +65,11 @@ function M.build_parser()
             help = "chat root folder (default: $AGENT_CHAT_ROOT or ~/agent-chat)" }
   local sub = p:subparsers{ dest = "command", metavar = "COMMAND", required = true,
                             title = "commands" }
-  for _, name in ipairs(M.families) do
-    require(name).register(sub)
+  for _, c in ipairs(M.commands) do
+    local name, family = c[1], c[2]
+    sub:parser(name, { help = c[3], build = function(cp)
+      build_command(family, name, cp)
+    end })
   end
   return p
 end

@@ -70,8 +70,9 @@ local function cmd_read(args, ctx)
 end
 
 function M.register(sub)
-  sub:parser("event", { help = "post and read capability/status events",
-    description = "Adapter-neutral events (schema v1): capabilities and status.", build = function(ev)
+  sub:parser("event", {
+    description = "Adapter-neutral events (schema v1): capabilities and status.",
+    build = function(ev)
       local es = ev:subparsers{ dest = "event_command", metavar = "COMMAND", required = true }
       es:parser("post", { help = "post an event", build = function(p)
         p:positional{ "channel", help = "channel name" }

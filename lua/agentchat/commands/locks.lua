@@ -131,8 +131,7 @@ end
 
 function M.register(sub)
   -- Arguments are defined on first use (argparse `build`).
-  sub:parser("lock", { help = "lock workspace paths for a lease",
-    description = "Lock files or directories (relative to the channel folder) for a lease. "
+  sub:parser("lock", { description = "Lock files or directories (relative to the channel folder) for a lease. "
       .. "A directory lock covers everything below it.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:positional{ "paths", nargs = "+", metavar = "PATH", help = "paths to lock" }
@@ -141,8 +140,7 @@ function M.register(sub)
       p:set_defaults{ handler = cmd_lock }
     end })
 
-  sub:parser("check", { help = "show the locks overlapping paths",
-    description = "Print 'available', or every lock (expired ones included) that overlaps "
+  sub:parser("check", { description = "Print 'available', or every lock (expired ones included) that overlaps "
       .. "the paths. Exits 0 either way.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:positional{ "paths", nargs = "+", metavar = "PATH", help = "paths to check" }
@@ -150,16 +148,14 @@ function M.register(sub)
       p:set_defaults{ handler = cmd_check }
     end })
 
-  sub:parser("unlock", { help = "release a path lock",
-    description = "Release a lock, named by its id or by one of its paths.", build = function(p)
+  sub:parser("unlock", { description = "Release a lock, named by its id or by one of its paths.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:positional{ "target", help = "lock id, or a path of the lock" }
       owner_option(p, true, "lock owner (agent name)")
       p:set_defaults{ handler = cmd_unlock }
     end })
 
-  sub:parser("recover", { help = "take over an expired path lock",
-    description = "Take over an expired lock with a reason; the lock id is kept.",
+  sub:parser("recover", { description = "Take over an expired lock with a reason; the lock id is kept.",
     build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:positional{ "target", help = "lock id, or a path of the lock" }
@@ -169,8 +165,7 @@ function M.register(sub)
       p:set_defaults{ handler = cmd_recover }
     end })
 
-  sub:parser("recover-pending", { help = "resolve an interrupted path-lock change",
-    description = "Roll back or complete a path-lock change that a crash left journaled.",
+  sub:parser("recover-pending", { description = "Roll back or complete a path-lock change that a crash left journaled.",
     build = function(p)
       p:positional{ "channel", help = "channel name" }
       owner_option(p, true, "operator (agent name)")

@@ -341,27 +341,23 @@ end
 function M.register(sub)
   -- Arguments are defined on first use (argparse `build`): a command line
   -- pays only for the subcommand it runs.
-  sub:parser("init", { help = "create a channel",
-    description = "Create a channel folder with its _meta.json.", build = function(p)
+  sub:parser("init", { description = "Create a channel folder with its _meta.json.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:option{ "--members", help = "comma-separated member names (informational only)" }
       p:option{ "--topic", help = "channel topic (stored verbatim)" }
       p:set_defaults{ handler = cmd_init }
     end })
 
-  sub:parser("channels", { help = "list channels with counts and last message",
-    description = "List every channel under the root.", build = function(p)
+  sub:parser("channels", { description = "List every channel under the root.", build = function(p)
       p:set_defaults{ handler = cmd_channels }
     end })
 
-  sub:parser("roster", { help = "show a channel's topic, members and size",
-    description = "Show a channel's topic, members and message count.", build = function(p)
+  sub:parser("roster", { description = "Show a channel's topic, members and message count.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:set_defaults{ handler = cmd_roster }
     end })
 
-  sub:parser("post", { help = "post a message",
-    description = "Post a message. The body comes from --body, else --body-file, else stdin.",
+  sub:parser("post", { description = "Post a message. The body comes from --body, else --body-file, else stdin.",
     build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:option{ "--from", required = true, help = "sender name" }
@@ -374,8 +370,7 @@ function M.register(sub)
       p:set_defaults{ handler = cmd_post }
     end })
 
-  sub:parser("read", { help = "print unread messages and move the cursor",
-    description = "Print the messages for an agent above its cursor, then move the cursor.",
+  sub:parser("read", { description = "Print the messages for an agent above its cursor, then move the cursor.",
     build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
@@ -384,8 +379,7 @@ function M.register(sub)
       p:set_defaults{ handler = cmd_read }
     end })
 
-  sub:parser("wait", { help = "block until a relevant message arrives",
-    description = "Block (no CPU) until a message for the agent arrives, print it, move the cursor. "
+  sub:parser("wait", { description = "Block (no CPU) until a message for the agent arrives, print it, move the cursor. "
       .. "Exit 2 on timeout.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
@@ -395,15 +389,13 @@ function M.register(sub)
       p:set_defaults{ handler = cmd_wait }
     end })
 
-  sub:parser("peek", { help = "show the last messages without touching cursors",
-    description = "Show the last N messages, any recipient; no cursor moves.", build = function(p)
+  sub:parser("peek", { description = "Show the last N messages, any recipient; no cursor moves.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:option{ "-n", type = int_saturating, type_name = "int", default = 3, help = "how many (default: 3)" }
       p:set_defaults{ handler = cmd_peek }
     end })
 
-  sub:parser("claim", { help = "legacy: claim a task-<id>.md marker by renaming it",
-    description = "Rename task-<id>.md to task-<id>.CLAIMED-<agent>.md under the seq lock. "
+  sub:parser("claim", { description = "Rename task-<id>.md to task-<id>.CLAIMED-<agent>.md under the seq lock. "
       .. "Exit 3 if it is gone or already claimed.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:positional{ "task", help = "marker file name, task-<id>.md" }

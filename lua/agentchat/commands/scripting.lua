@@ -57,8 +57,7 @@ function M.raw(command, argv, at, root, ctx)
 end
 
 function M.register(sub)
-  sub:parser("run", { help = "run a Lua script with the agentchat API",
-    description = "Run SCRIPT with the full Lua 5.4 standard library and the agentchat modules; "
+  sub:parser("run", { description = "Run SCRIPT with the full Lua 5.4 standard library and the agentchat modules; "
       .. "arguments after it are passed through untouched.", build = function(p)
       p:positional{ "script", help = "Lua file ('-' reads stdin)" }
       p:positional{ "args", nargs = "...", help = "arguments for the script" }

@@ -245,8 +245,7 @@ end
 local build_task
 
 function M.register(sub)
-  sub:parser("task", { help = "task board: create, claim, update, finish tasks",
-    description = "Task board with dependencies and expiring leases.", tag = TAG,
+  sub:parser("task", { description = "Task board with dependencies and expiring leases.", tag = TAG,
     build = function(task) build_task(task) end })
 end
 
