@@ -89,7 +89,7 @@ static int load(struct ac_board *b, struct ac_err *err)
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not load tasks");
     tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
     if (tfd == -1) {
-        if (errno == ENOENT)
+        if (errno == ENOENT || b->lenient)
             return 0;
         return ac_task_err(err, "TASK_STORAGE_INVALID", "tasks is not a directory");
     }
@@ -101,7 +101,7 @@ static int load(struct ac_board *b, struct ac_err *err)
     if (c.n > 1)
         qsort(c.v, c.n, sizeof *c.v, cmp_name);
     for (i = 0; i < c.n && rc == 0; i++) {
-        json_t *rec;
+        json_t *rec = NULL;
         rc = read_record(tfd, c.v[i], &rec, err);
         if (rc == 0) {
             rc = ac_task_validate(rec, c.v[i], b->channel, b->chfd, err);
@@ -112,10 +112,16 @@ static int load(struct ac_board *b, struct ac_err *err)
             }
             json_decref(rec);
         }
+        if (rc == -1 && b->lenient) {
+            b->skipped++;
+            if (err)
+                *err = (struct ac_err)AC_ERR_INIT;
+            rc = 0;
+        }
     }
     close(tfd);
     ac_names_free(c.v, c.n);
-    if (rc == 0)
+    if (rc == 0 && !b->lenient)
         rc = ac_board_graph_check(b->tasks, b->ids, err);
     return rc;
 }
@@ -211,6 +217,8 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
     b->mutex.fd = -1;
     b->ch = ch;
     b->channel = ch->name;
+    b->lenient = (mode & AC_BOARD_LENIENT) != 0;
+    mode &= ~AC_BOARD_LENIENT;
     b->chfd = ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
     if (b->chfd == -1)
         return ac_task_err(err, "TASK_STORAGE_INVALID", "this store has no task board");

@@ -7,7 +7,8 @@
  *   pl.unlock(ch, target, owner)                     -- the removed record
  *   pl.recover(ch, target, owner, reason, lease)     -- the new record
  *   pl.recover_pending(ch, actor, resolve_or_nil)    -- {outcome=, ...}
- *   pl.list(ch [, {ignore_journal=true}])            -- list of records
+ *   pl.list(ch [, {ignore_journal=true, lenient=true}])  -- list of records
+ *       (and the lock id of a pending journal with ignore_journal)
  *   pl.normalize(ch, path)                           -- normalized, kind
  *   pl.overlaps(a, b)                                -- boolean
  *
@@ -310,6 +311,10 @@ static int l_list(lua_State *L)
         lua_getfield(L, 2, "ignore_journal");
         if (lua_toboolean(L, -1))
             flags |= AC_LIST_IGNORE_JOURNAL;
+        lua_pop(L, 1);
+        lua_getfield(L, 2, "lenient");
+        if (lua_toboolean(L, -1))
+            flags |= AC_LIST_LENIENT;
         lua_pop(L, 1);
     }
     if (ac_pathlock_list(ch, flags, &l, &pending, pending_id, &err) == -1)

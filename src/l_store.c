@@ -35,6 +35,7 @@
 #include <lua.h>
 
 #include "agentchat/channel.h"
+#include "agentchat/fsutil.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/store.h"
 #include "agentchat/wait.h"
@@ -252,10 +253,14 @@ static int l_parse_meta(lua_State *L)
         lua_pushlstring(L, json_string_value(v), json_string_length(v));
         lua_setfield(L, -2, "channel");
     }
-    v = json_object_get(root, "created");
-    if (json_is_string(v)) {
-        lua_pushlstring(L, json_string_value(v), json_string_length(v));
-        lua_setfield(L, -2, "created");
+    for (i = 0; i < 2; i++) {
+        /* "created" is what init writes; `state` reports "created_at" */
+        static const char *const stamps[] = { "created", "created_at" };
+        v = json_object_get(root, stamps[i]);
+        if (json_is_string(v)) {
+            lua_pushlstring(L, json_string_value(v), json_string_length(v));
+            lua_setfield(L, -2, stamps[i]);
+        }
     }
     ok = 1;
 done:
@@ -597,6 +602,25 @@ static int chan_claim_marker(lua_State *L)
     return 1;
 }
 
+/* ch:write_state(bytes): publish <channel>/state.md atomically (the
+ * derived summary of `compact` and `state --write`). */
+static int chan_write_state(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    size_t len;
+    const char *data = luaL_checklstring(L, 2, &len);
+    int fd = c->ch->store->ops->chan_dirfd ? c->ch->store->ops->chan_dirfd(c->ch) : -1;
+    if (fd == -1)
+        return ac_lua_fail(L, "IO_ERROR", 1, "this store has no state.md");
+    if (ac_write_atomic(fd, "state.md", data, len, 0644, AC_ATOMIC_REPLACE, "state") == -1) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "could not write state.md: %s", strerror(errno));
+        return ac_lua_fail(L, "IO_ERROR", 1, msg);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static int chan_close(lua_State *L)
 {
     struct l_chan *c = luaL_checkudata(L, 1, CHAN_MT);
@@ -647,6 +671,7 @@ static const luaL_Reg chan_methods[] = {
     { "set_cursor", chan_set_cursor },
     { "wait", chan_wait },
     { "claim_marker", chan_claim_marker },
+    { "write_state", chan_write_state },
     { "close", chan_close },
     { NULL, NULL }
 };

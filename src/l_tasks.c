@@ -14,6 +14,9 @@
  *   tasks.lease(ch, op, id, actor, seconds, reason)   -- record
  *       (op: "claim", "renew", "release", "done", "block", "recover")
  *   tasks.recover_pending(ch, actor, resolve)         -- true
+ *   tasks.snapshot(ch, strict)   -- { record, ... }, skipped   (for `state`)
+ *       (records keep their null fields as json.null; without `strict`,
+ *       unreadable or invalid records are left out and counted)
  *
  * A record is a table with the twelve fields; JSON null fields are absent
  * (nil). Expected failures return nil, message, code, exit (SPEC.md 2.4:
@@ -134,6 +137,24 @@ static int l_list(lua_State *L)
     }
     ac_board_close(&b);
     return 1;
+}
+
+static int l_snapshot(lua_State *L)
+{
+    struct ac_board b;
+    size_t i;
+    json_t *id;
+    int n = open_board(L, lua_toboolean(L, 2) ? AC_BOARD_READ : AC_BOARD_READ | AC_BOARD_LENIENT, &b);
+    if (n)
+        return n;
+    lua_createtable(L, (int)json_array_size(b.ids), 0);
+    json_array_foreach(b.ids, i, id) {
+        ac_lua_push_json(L, json_object_get(b.tasks, json_string_value(id)));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_pushinteger(L, (lua_Integer)b.skipped);
+    ac_board_close(&b);
+    return 2;
 }
 
 static int l_show(lua_State *L)
@@ -294,6 +315,7 @@ static int l_recover_pending(lua_State *L)
 
 static const luaL_Reg funcs[] = {
     { "list", l_list },
+    { "snapshot", l_snapshot },
     { "show", l_show },
     { "create", l_create },
     { "update", l_update },

@@ -472,6 +472,7 @@ struct session {
     int chfd;               /* borrowed from the channel */
     int ldfd;               /* locks/ or -1 when it does not exist */
     struct ac_mutex mx;
+    int lenient;            /* session_load skips unreadable or bad records */
 };
 
 static int channel_fd(struct ac_chan *ch, struct ac_err *err)
@@ -489,6 +490,7 @@ static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *er
     int rc;
     s->ch = ch;
     s->ldfd = -1;
+    s->lenient = 0;
     s->mx.fd = -1;
     s->chfd = channel_fd(ch, err);
     if (s->chfd == -1)
@@ -686,13 +688,17 @@ static int session_load(struct session *s, struct ac_locklist *out, struct ac_er
                 cap = len;
             }
         }
-        if (r == -1) {
+        if (r == -1)
             record_os_error(s, name, errno, err);
-            goto out;
+        else if (ac_lockrec_parse(buf, len, name, s->ch->name, &out->v[out->n], err) == 0)
+            out->n++;
+        else
+            r = -1;
+        if (r == -1) {
+            if (!s->lenient)
+                goto out;
+            *err = (struct ac_err)AC_ERR_INIT;
         }
-        if (ac_lockrec_parse(buf, len, name, s->ch->name, &out->v[out->n], err) == -1)
-            goto out;
-        out->n++;
     }
     rc = 0;
 out:
@@ -1251,6 +1257,7 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
         pending_id[0] = '\0';
     if (session_open(&s, ch, err) == -1)
         return -1;
+    s.lenient = (flags & AC_LIST_LENIENT) != 0;
     if (flags & AC_LIST_IGNORE_JOURNAL) {
         struct ac_err jerr = AC_ERR_INIT;
         if (ac_pl_journal_read(s.ldfd, &j, &jerr) == 1) {

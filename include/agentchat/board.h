@@ -40,7 +40,9 @@
 
 enum {
     AC_BOARD_READ = 0,
-    AC_BOARD_WRITE = 1       /* mutations also need a safe channel name */
+    AC_BOARD_WRITE = 1,      /* mutations also need a safe channel name */
+    AC_BOARD_LENIENT = 2     /* with READ: skip bad records, no graph check
+                                (the `state` summary without --strict) */
 };
 
 struct ac_board {
@@ -50,6 +52,8 @@ struct ac_board {
     struct ac_mutex mutex;
     json_t *tasks;           /* object: id -> record */
     json_t *ids;             /* array of ids, sorted */
+    int lenient;
+    size_t skipped;          /* records left out by a lenient load */
 };
 
 /* Remove dead temp files from tasks/ and claims/ (mutex held; call after a

@@ -197,7 +197,9 @@ int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
                                 struct ac_pending_info *info, struct ac_err *err);
 
 enum {
-    AC_LIST_IGNORE_JOURNAL = 1  /* do not fail on a pending journal */
+    AC_LIST_IGNORE_JOURNAL = 1, /* do not fail on a pending journal */
+    AC_LIST_LENIENT = 2         /* leave out records that cannot be read or
+                                   are invalid (the `state` summary) */
 };
 
 /* Every lock record, validated, sorted by id. Fails on a pending journal

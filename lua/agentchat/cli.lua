@@ -25,6 +25,8 @@ M.commands = {
   { "unlock", "locks", "release a path lock" },
   { "recover", "locks", "take over an expired path lock" },
   { "recover-pending", "locks", "resolve an interrupted path-lock change" },
+  { "state", "state", "print the derived state summary (state.md)" },
+  { "compact", "state", "write state.md and post state.compacted" },
   { "task", "tasks", "task board: create, claim, update, finish tasks" },
   { "event", "events", "post and read capability/status events" },
   { "run", "scripting", "run a Lua script with the agentchat API" },

@@ -196,27 +196,6 @@ function M.post(ch, spec)
   return obj, res
 end
 
--- The body of a message: everything after its closing frontmatter fence.
-local function body_of(text)
-  if text:sub(1, 3) ~= "---" then
-    return text
-  end
-  local first = true
-  local pos = 1
-  while true do
-    local nl = text:find("\n", pos, true)
-    local line = text:sub(pos, (nl or #text + 1) - 1)
-    if not first and sys.strip(line) == "---" then
-      return nl and text:sub(nl + 1) or ""
-    end
-    first = false
-    if not nl then
-      return text
-    end
-    pos = nl + 1
-  end
-end
-
 --- Every event of the channel in seq order, validated: returns the list of
 --- {event=obj, message=m} read before the first invalid one, then (when
 --- there is one) its message and code. opts.type filters after validation.
@@ -230,7 +209,7 @@ function M.read(ch, opts)
   for _, m in ipairs(batch.messages) do
     local status = m.fields.status
     if status and status:sub(1, 6) == "event." then
-      local obj = json.loads(body_of(m.text))
+      local obj = json.loads(m.body)
       if obj == nil then
         return out, m.file, "EVENT_MALFORMED_BODY", EXIT
       end

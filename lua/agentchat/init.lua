@@ -244,6 +244,28 @@ function Channel:roster()
            messages = summary.count }
 end
 
+--- The body of a message text: everything after its closing frontmatter
+--- fence (the whole text when it has none).
+function M.body_of(text)
+  if text:sub(1, 3) ~= "---" then
+    return text
+  end
+  local first = true
+  local pos = 1
+  while true do
+    local nl = text:find("\n", pos, true)
+    local line = text:sub(pos, (nl or #text + 1) - 1)
+    if not first and sys.strip(line) == "---" then
+      return nl and text:sub(nl + 1) or ""
+    end
+    first = false
+    if not nl then
+      return text
+    end
+    pos = nl + 1
+  end
+end
+
 -- A message as the API shows it: the C record plus the common fields.
 local function message(m)
   local f = m.fields
@@ -254,6 +276,7 @@ local function message(m)
   m.status = f.status
   m.ts = f.ts
   m.reply_to = f.reply_to
+  m.body = M.body_of(m.text)
   return m
 end
 
