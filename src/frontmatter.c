@@ -35,6 +35,7 @@ int ac_fm_parse(const char *text, size_t len, struct ac_fm *fm)
         llen = (size_t)(nl - p);
         if (line_is_fence(p, llen)) {
             fm->present = 1;
+            fm->body_off = nl < end ? (size_t)(nl + 1 - text) : len;
             return 0;
         }
         colon = memchr(p, ':', llen);

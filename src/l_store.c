@@ -419,7 +419,7 @@ static void set_str(lua_State *L, const char *key, const char *s, size_t len)
 }
 
 /* Push the inbox as
- *   { max_seq=, count=, messages = { {seq=, name=, text=, mtime=,
+ *   { max_seq=, count=, messages = { {seq=, name=, text=, body=, mtime=,
  *     incomplete=, has_frontmatter=, fields = {key=value...}}, ... },
  *     skipped = { {name=, errno=, reason=}, ... } } */
 static void push_inbox(lua_State *L, const struct ac_inbox *in)
@@ -439,6 +439,7 @@ static void push_inbox(lua_State *L, const struct ac_inbox *in)
         lua_pushstring(L, m->name);
         lua_setfield(L, -2, "name");
         set_str(L, "text", m->text, m->text_len);
+        set_str(L, "body", m->text + m->fm.body_off, m->text_len - m->fm.body_off);
         lua_pushinteger(L, (lua_Integer)m->mtime_sec);
         lua_setfield(L, -2, "mtime");
         lua_pushboolean(L, m->incomplete);

@@ -37,6 +37,8 @@ struct ac_fm {
     int present;                 /* a closed frontmatter block was found */
     struct ac_fm_pair *pairs;    /* in file order, duplicates included */
     size_t npairs;
+    size_t body_off;             /* where the body starts: after the closing
+                                    fence line, or 0 when there is none */
 };
 
 /* Parse the frontmatter of text[0..len) (newlines already normalised to

@@ -276,7 +276,6 @@ local function message(m)
   m.status = f.status
   m.ts = f.ts
   m.reply_to = f.reply_to
-  m.body = M.body_of(m.text)
   return m
 end
 
@@ -443,6 +442,7 @@ M.Channel = Channel
 require("agentchat.api.tasks").install(Channel, M)
 require("agentchat.api.locks").install(Channel, M)
 require("agentchat.api.events").install(Channel, M)
+require("agentchat.api.state").install(Channel, M)
 M.errors = errors
 M.pycompat = py
 M.version = "0.1.0"

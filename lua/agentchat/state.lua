@@ -40,25 +40,31 @@ local function lower(s)
   return type(s) == "string" and s:lower() or ""
 end
 
--- Marked as `word` (decision, blocker, verification): frontmatter
--- `type: <word>` or `status: <word>` or a `<word>` key, a title starting
--- with "<word>:" or "[<word>]" (any case), or a Markdown heading "<word>".
-local function marked(f, body, word)
-  if lower(sys.strip(f.type or "")) == word or lower(sys.strip(f.status or "")) == word
-      or f[word] ~= nil then
-    return true
-  end
-  local t = lower(sys.strip(f.title or ""))
-  if t:sub(1, #word + 1) == word .. ":" or t:sub(1, #word + 2) == "[" .. word .. "]" then
-    return true
-  end
-  for line in body:gmatch("[^\n]+") do
-    local heading = line:match("^%s*#+%s*(%a+)%s*:?%s*$")
-    if heading and heading:lower() == word then
-      return true
+-- What a message is marked as (SPEC.md 3.8): for each word (decision,
+-- blocker, verification), frontmatter `type: <word>` or `status: <word>`
+-- or a `<word>` key, a title starting with "<word>:" or "[<word>]" (any
+-- case), or a Markdown heading "<word>" in the body.
+local WORDS = { "decision", "blocker", "verification" }
+
+local function marks(f, body)
+  local found = {}
+  local kind, status = lower(sys.strip(f.type or "")), lower(sys.strip(f.status or ""))
+  local title = lower(sys.strip(f.title or ""))
+  local prefix = title:match("^(%a+):") or title:match("^%[(%a+)%]")
+  for _, w in ipairs(WORDS) do
+    if kind == w or status == w or f[w] ~= nil or prefix == w then
+      found[w] = true
     end
   end
-  return false
+  if body:find("#", 1, true) then
+    for line in body:gmatch("[^\n]+") do
+      local heading = line:match("^%s*#+%s*(%a+)%s*:?%s*$")
+      if heading then
+        found[heading:lower()] = true
+      end
+    end
+  end
+  return found
 end
 
 -- The title as shown: "Decision: use C" -> "use C" ("[Decision] x" stays).
@@ -92,19 +98,20 @@ local function classify_messages(messages, out)
       local body = m.body
       local details = sys.strip(body)
       local author, time = f.from or "", f.ts or ""
-      if marked(f, body, "decision") then
+      local is = marks(f, body)
+      if is.decision then
         out.decisions[#out.decisions + 1] = {
           author = author, details = details, seq = m.seq, source = "message:" .. seq4(m.seq),
           time = time, title = shown_title(f.title, "decision"),
         }
       end
-      if status == "blocked" or marked(f, body, "blocker") then
+      if status == "blocked" or is.blocker then
         out.blockers[#out.blockers + 1] = {
           author = author, blocking_items = array(), details = details, kind = "message",
           source_id = "#" .. seq4(m.seq), time = time, title = shown_title(f.title, "blocker"),
         }
       end
-      if status == "verified" or marked(f, body, "verification") then
+      if status == "verified" or is.verification then
         out.verification[#out.verification + 1] = {
           acceptance = array(), author = author, evidence = details,
           source_id = tostring(m.seq), source_type = "message", time = time,
