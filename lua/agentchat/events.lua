@@ -46,6 +46,8 @@ local function py_str(v)
     return "False"
   elseif type(v) == "string" then
     return v
+  elseif type(v) == "table" then
+    return require("agentchat.pycompat").repr(v)
   end
   return json.dumps(v)
 end

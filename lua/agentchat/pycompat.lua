@@ -23,6 +23,8 @@
 --   repr(v)             -> string    repr() of a str, int, float, bool,
 --                                    nil (None) or list table
 --   str(v)              -> string    str() of the same kinds of values
+local json = require "agentchat.json"
+
 local M = {}
 
 local byte, char, concat = string.byte, string.char, table.concat
@@ -521,12 +523,26 @@ function M.repr(v)
     return v and "True" or "False"
   elseif v == nil then
     return "None"
-  elseif t == "table" then
+  elseif v == json.null then
+    return "None"
+  elseif t == "table" and (json.is_array(v) or (#v > 0 and next(v, #v) == nil)) then
     local parts = {}
     for i = 1, #v do
       parts[i] = M.repr(v[i])
     end
     return "[" .. concat(parts, ", ") .. "]"
+  elseif t == "table" then
+    -- A dict. Python keeps the JSON text's key order, which a Lua table
+    -- has lost: keys are shown sorted (exact for zero or one key).
+    local keys, parts = {}, {}
+    for k in pairs(v) do
+      keys[#keys + 1] = tostring(k)
+    end
+    table.sort(keys)
+    for i, k in ipairs(keys) do
+      parts[i] = M.repr_str(k) .. ": " .. M.repr(v[k])
+    end
+    return "{" .. concat(parts, ", ") .. "}"
   end
   return tostring(v)
 end

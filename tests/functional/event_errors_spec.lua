@@ -236,6 +236,8 @@ local READ_CASES = {
   { "status empty", "event.status", status_body{ status = '""' }, "EVENT_INVALID_STATUS: " },
   { "status missing", "event.status", status_body{ status = false }, "EVENT_INVALID_STATUS: None" },
   { "status null", "event.status", status_body{ status = "null" }, "EVENT_INVALID_STATUS: None" },
+  { "status list", "event.status", status_body{ status = '["busy", null]' }, "EVENT_INVALID_STATUS: ['busy', None]" },
+  { "status object", "event.status", status_body{ status = '{"s": true}' }, "EVENT_INVALID_STATUS: {'s': True}" },
   { "status 5", "event.status", status_body{ status = "5" }, "EVENT_INVALID_STATUS: 5" },
   { "status true", "event.status", status_body{ status = "true" }, "EVENT_INVALID_STATUS: True" },
   -- Primitives.
