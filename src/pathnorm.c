@@ -175,6 +175,11 @@ struct seen {
     char *link[MAX_SEEN];
     char *resolved[MAX_SEEN];   /* NULL while that link is being resolved */
     size_t n;
+    /* Length of the shortest resolved prefix known not to exist (lstat
+     * said ENOENT or ENOTDIR), 0 for none: nothing below it exists either,
+     * so its descendants are not looked up (fewer system calls for the
+     * usual files_hint and lock path that is not created yet). */
+    size_t missing;
 };
 
 static void seen_free(struct seen *sn)
@@ -243,12 +248,21 @@ static int join_real(struct pstr *p, const char *rest, struct seen *sn, int dept
             /* Our paths are absolute, so the head never ends in "..". */
             if (p->len)
                 ps_parent(p);
+            if (p->len < sn->missing)
+                sn->missing = 0;
             continue;
         }
         if (ps_join(p, name, n) == -1)
             return JR_ERR;
-        if (lstat(p->s, &st) == -1 || !S_ISLNK(st.st_mode))
-            continue;                       /* not a link (or not there) */
+        if (sn->missing)
+            continue;                       /* below a missing prefix */
+        if (lstat(p->s, &st) == -1) {
+            if (errno == ENOENT || errno == ENOTDIR)
+                sn->missing = p->len;
+            continue;                       /* not there: not a link */
+        }
+        if (!S_ISLNK(st.st_mode))
+            continue;
         for (i = 0; i < sn->n; i++)
             if (strcmp(sn->link[i], p->s) == 0)
                 break;
@@ -355,7 +369,7 @@ int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
     }
     memcpy(out, rel, rlen + 1);
     /* Path.is_dir(): stat() following links; any error means "no". */
-    *is_dir = stat(res.s, &st) == 0 && S_ISDIR(st.st_mode);
+    *is_dir = !sn->missing && stat(res.s, &st) == 0 && S_ISDIR(st.st_mode);
     rc = 0;
 done:
     if (sn) {
