@@ -508,6 +508,15 @@ function M.repr_str(s)
   return concat(out)
 end
 
+-- Keys exactly 1..#t (an empty table counts: Lua's {} is read as a list).
+local function is_sequence(t)
+  local n = 0
+  for _ in pairs(t) do
+    n = n + 1
+  end
+  return n == #t
+end
+
 --- Python repr() of a Lua value: strings as str, integers as int, floats
 -- as float, booleans as True/False, nil as None, and sequences as lists.
 function M.repr(v)
@@ -525,7 +534,7 @@ function M.repr(v)
     return "None"
   elseif v == json.null then
     return "None"
-  elseif t == "table" and (json.is_array(v) or (#v > 0 and next(v, #v) == nil)) then
+  elseif t == "table" and (json.is_array(v) or is_sequence(v)) then
     local parts = {}
     for i = 1, #v do
       parts[i] = M.repr(v[i])

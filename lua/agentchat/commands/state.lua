@@ -44,7 +44,11 @@ local function render(data, args)
   end
   local text, msg, code = require("agentchat.sandbox").render(source, args.template, data)
   if not text then
-    return nil, args.template .. ": " .. msg, code, EXIT
+    -- Say which file failed, once (Lua's own messages start with it).
+    if msg:sub(1, #args.template + 1) ~= args.template .. ":" then
+      msg = args.template .. ": " .. msg
+    end
+    return nil, msg, code, EXIT
   end
   return text
 end
