@@ -22,8 +22,12 @@ local function render(data, opts)
   if type(opts.template) ~= "string" then
     error("render_state: template must be Lua source text", 3)
   end
-  return require("agentchat.sandbox").render(opts.template, opts.name or "template", data,
+  local text, msg, code = require("agentchat.sandbox").render(opts.template, opts.name or "template", data,
     { budget = opts.budget })
+  if not text then
+    return nil, msg, code, 1
+  end
+  return text
 end
 
 function A.install(Channel, _)
