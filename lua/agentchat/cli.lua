@@ -30,6 +30,9 @@ M.commands = {
   { "task", "tasks", "task board: create, claim, update, finish tasks" },
   { "event", "events", "post and read capability/status events" },
   { "run", "scripting", "run a Lua script with the agentchat API" },
+  { "watch", "watch", "run a Lua handler for each new message (zero-token loop)" },
+  { "repl", "repl", "interactive Lua with the agentchat API" },
+  { "hook", "hooks", "host lifecycle hooks: session-start, prompt, stop" },
 }
 
 -- Build one command from its family: run the family's register() against a
