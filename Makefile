@@ -25,6 +25,8 @@ YAML_CFLAGS = $(shell $(PKG_CONFIG) --cflags yaml-0.1)
 YAML_LIBS = $(shell $(PKG_CONFIG) --libs yaml-0.1)
 JANSSON_CFLAGS = $(shell $(PKG_CONFIG) --cflags jansson)
 JANSSON_LIBS = $(shell $(PKG_CONFIG) --libs jansson)
+# GNU readline for the REPL (optional: without it the REPL reads plain lines).
+READLINE_LIBS = $(shell $(PKG_CONFIG) --libs readline 2>/dev/null)
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wwrite-strings -Wvla -Wformat=2 -Wundef
@@ -39,7 +41,7 @@ ifdef SANITIZE
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
-LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) -lm
+LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) $(READLINE_LIBS) -lm
 
 # The pure-C runtime (no lua.h) is a static library shared by the binary
 # and the C unit tests.
@@ -51,7 +53,7 @@ RUNTIME_SRC := src/err.c src/fault.c src/fsutil.c src/utf8.c src/pystr.c src/slu
                src/taskrec.c src/board.c src/lease.c
 RUNTIME_SRC += src/pyjson.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
-            src/l_json.c
+            src/l_json.c src/l_readline.c
 LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/%.o)
@@ -76,6 +78,7 @@ agent-chat: $(RUNTIME_OBJ) $(HOST_OBJ)
 build/librt.a: $(RUNTIME_OBJ)
 	$(AR) rcs $@ $^
 
+build/l_readline.o: ALL_CFLAGS += $(if $(READLINE_LIBS),-DAC_HAVE_READLINE)
 build/%.o: src/%.c | build
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 

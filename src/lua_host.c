@@ -112,6 +112,8 @@ static void register_modules(lua_State *L)
     lua_setfield(L, -2, "agentchat.json");
     lua_pushcfunction(L, luaopen_agentchat_pathlocks);
     lua_setfield(L, -2, "agentchat.pathlocks");
+    lua_pushcfunction(L, luaopen_agentchat_readline);
+    lua_setfield(L, -2, "agentchat.readline");
     if (dev && *dev) {
         /* Development: load the Lua modules from disk instead. */
         lua_getglobal(L, "package");

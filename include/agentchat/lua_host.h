@@ -27,6 +27,7 @@ int luaopen_agentchat_sys(lua_State *L);
 int luaopen_agentchat_tasks(lua_State *L);
 int luaopen_agentchat_pathlocks(lua_State *L);
 int luaopen_agentchat_json(lua_State *L);
+int luaopen_agentchat_readline(lua_State *L);
 
 struct ac_chan;
 /* The open channel held by the "agentchat.channel" userdata at idx (as
