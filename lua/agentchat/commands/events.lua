@@ -1,20 +1,11 @@
 -- agentchat.commands.events: `event post` and `event read` (SPEC.md 2.3).
-local ac = require "agentchat"
+local open = require "agentchat.commands.open"
 local events = require "agentchat.events"
 
 local M = {}
 
 local function open_channel(args, ctx)
-  local root, msg, code, exit = ac.open(args.root)
-  if not root then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  local ch
-  ch, msg, code, exit = root:channel(args.channel)
-  if not ch then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  return ch
+  return open.channel(args, ctx)
 end
 
 -- Repeatable --primitives, each value a comma list (events.build trims and

@@ -1,7 +1,7 @@
 -- agentchat.commands.locks: lock, check, unlock, recover and recover-pending
 -- (SPEC.md 2.2), byte-compatible with the Python tool's output. Every
 -- PATH_LOCK_* failure is one line "agent-chat: CODE: message", exit 1.
-local ac = require "agentchat"
+local open = require "agentchat.commands.open"
 local locks_api = require "agentchat.api.locks"
 
 local M = {}
@@ -10,16 +10,7 @@ local OWNER_FLAGS = { "--as", "--from", "--owner" }
 local LEASE_FLAGS = { "--lease-seconds", "--lease", "--ttl" }
 
 local function open_channel(args, ctx)
-  local root, msg, code, exit = ac.open(args.root)
-  if not root then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  local ch
-  ch, msg, code, exit = locks_api.lock_channel(root, args.channel)
-  if not ch then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  return ch
+  return open.channel(args, ctx, { open = locks_api.lock_channel })
 end
 
 local function normalized_paths(rec)

@@ -2,6 +2,7 @@
 -- peek and the legacy marker claim (SPEC.md 2.1), byte-compatible with the
 -- Python tool's output.
 local ac = require "agentchat"
+local open = require "agentchat.commands.open"
 local py = require "agentchat.pycompat"
 local store = require "agentchat.store"
 local sys = require "agentchat.sys"
@@ -36,25 +37,7 @@ local function int_saturating(s)
   return text:sub(1, 1) == "-" and math.mininteger or math.maxinteger
 end
 
-local function open_root(args, ctx)
-  local root, msg, code, exit = ac.open(args.root)
-  if not root then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  return root
-end
-
-local function open_channel(args, ctx)
-  local root, rc = open_root(args, ctx)
-  if not root then
-    return nil, rc
-  end
-  local ch, msg, code, exit = root:channel(args.channel)
-  if not ch then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  return ch, root
-end
+local open_root, open_channel = open.root, open.channel
 
 --- Python: [m.strip() for m in s.split(",") if m.strip()]
 local function split_list(s)

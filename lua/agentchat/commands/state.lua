@@ -1,7 +1,7 @@
 -- agentchat.commands.state: `state` and `compact` (SPEC.md 2.3, 3.8), and
 -- `state --template FILE.lua`, which renders with a user template in the
 -- sandbox (agentchat.sandbox).
-local ac = require "agentchat"
+local open = require "agentchat.commands.open"
 local json = require "agentchat.json"
 local state = require "agentchat.state"
 local sys = require "agentchat.sys"
@@ -12,24 +12,15 @@ local EXIT = 1
 local PRETTY = { indent = 2, sort_keys = true, ensure_ascii = false }
 
 -- The channel, with the state command's codes for a bad or missing one.
+local OPEN = {
+  invalid = { "STATE_INVALID_CHANNEL", EXIT },
+  missing = function(_, name)
+    return "channel directory not found: '" .. name .. "'", "STATE_CHANNEL_NOT_FOUND", EXIT
+  end,
+}
+
 local function open_channel(args, ctx)
-  local root, msg, code, exit = ac.open(args.root)
-  if not root then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  local ch
-  ch, msg, code, exit = root:channel(args.channel)
-  if ch then
-    return ch
-  elseif code == "CHANNEL_INVALID_NAME" then
-    local shown = msg:match(": '(.*)'$") or args.channel
-    return nil, ctx.fail("invalid channel name: '" .. shown .. "' (" .. msg .. ")",
-      "STATE_INVALID_CHANNEL", EXIT)
-  elseif code == "CHANNEL_NOT_FOUND" then
-    return nil, ctx.fail("channel directory not found: '" .. args.channel .. "'",
-      "STATE_CHANNEL_NOT_FOUND", EXIT)
-  end
-  return nil, ctx.fail(msg, code, exit)
+  return open.channel(args, ctx, OPEN)
 end
 
 -- The Markdown: the built-in template, or the user's in the sandbox.

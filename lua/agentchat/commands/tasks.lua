@@ -4,6 +4,7 @@
 -- ("TASK_INVALID_COMMAND: cli error: ..." for an invalid choice,
 -- "TASK_INVALID_ARGUMENT: cli error: ..." otherwise).
 local ac = require "agentchat"
+local open = require "agentchat.commands.open"
 local py = require "agentchat.pycompat"
 local sys = require "agentchat.sys"
 
@@ -42,26 +43,16 @@ local function flat_list(values)
 end
 
 -- The channel, mapped to the task store's errors (SPEC.md 3.1).
+local OPEN = {
+  invalid = { "TASK_INVALID_CHANNEL", 2 },
+  missing = function(root, name)
+    return "channel does not contain _meta.json: " .. ac.join_path(root.path, name), "TASK_CHANNEL_NOT_FOUND", 2
+  end,
+  exit = 2,
+}
+
 local function open_channel(args, ctx)
-  local root, msg, code, exit = ac.open(args.root)
-  if not root then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  local ch
-  ch, msg, code = root:channel(args.channel)
-  if ch then
-    return ch
-  end
-  if code == "CHANNEL_INVALID_NAME" then
-    -- The core message quotes the name with control characters escaped.
-    local shown = msg:match(": '(.*)'$") or args.channel
-    return nil, ctx.fail("invalid channel name: '" .. shown .. "' (" .. msg .. ")",
-      "TASK_INVALID_CHANNEL", 2)
-  elseif code == "CHANNEL_NOT_FOUND" then
-    return nil, ctx.fail("channel does not contain _meta.json: " .. ac.join_path(root.path, args.channel),
-      "TASK_CHANNEL_NOT_FOUND", 2)
-  end
-  return nil, ctx.fail(msg, code, 2)
+  return open.channel(args, ctx, OPEN)
 end
 
 local function ljust(s, width)
