@@ -7,12 +7,15 @@
 #   make demo            set up, build and run the two-agent demo
 #   make bench           benchmark table (AGENT_CHAT_BIN="cmd" to compare)
 #   make lint            luacheck + cppcheck
-#   make install         PREFIX=/usr/local DESTDIR=
+#   make install         PREFIX=/usr/local DESTDIR= (binary, man page,
+#                        bash completion); make uninstall
 #   make DEVELOPER=1     warnings are errors
 #   make SANITIZE=address,undefined test
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DESTDIR ?=
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -131,11 +134,14 @@ lint:
 	  --suppress=missingIncludeSystem -Iinclude src tests/c
 
 install: agent-chat
-	install -d '$(DESTDIR)$(BINDIR)'
+	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' '$(DESTDIR)$(BASHCOMPDIR)'
 	install -m 755 agent-chat '$(DESTDIR)$(BINDIR)/agent-chat'
+	install -m 644 man/agent-chat.1 '$(DESTDIR)$(MANDIR)/man1/agent-chat.1'
+	install -m 644 completions/agent-chat.bash '$(DESTDIR)$(BASHCOMPDIR)/agent-chat'
 
 uninstall:
-	rm -f '$(DESTDIR)$(BINDIR)/agent-chat'
+	rm -f '$(DESTDIR)$(BINDIR)/agent-chat' '$(DESTDIR)$(MANDIR)/man1/agent-chat.1' \
+	  '$(DESTDIR)$(BASHCOMPDIR)/agent-chat'
 
 clean:
 	rm -rf build agent-chat

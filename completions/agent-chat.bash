@@ -1,0 +1,338 @@
+# bash completion for agent-chat(1)                        -*- shell-script -*-
+#
+# Installed by `make install` as
+# $(PREFIX)/share/bash-completion/completions/agent-chat, where the
+# bash-completion package loads it on first use; without that package,
+# `source` this file from ~/.bashrc. It needs nothing but bash itself.
+#
+# Completes commands, the subcommands of `task` and `event`, the hook kinds,
+# the options of every command, channel names (directories with a
+# _meta.json under --root, else $AGENT_CHAT_ROOT, else ~/agent-chat), task
+# ids, lock ids and legacy markers of the channel on the line, agent names
+# (the channel's members and cursor owners), the choices of --type,
+# --status, --resolve-publication and --primitives, and file names for
+# --body-file, --script, --template, --root and `run SCRIPT`.
+#
+# The option table below is static (no process is spawned on TAB);
+# tests/functional/install_spec.lua compares it with `agent-chat CMD -h`
+# for every command, so it cannot drift from the parsers.
+#
+# The tables are space-separated words without glob characters, expanded
+# unquoted on purpose:
+# shellcheck disable=SC2086
+
+_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event run watch repl hook"
+_agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
+_agent_chat_event_commands="post read"
+_agent_chat_hook_kinds="session-start prompt stop"
+_agent_chat_primitives="messages cursors wait tasks dependencies leases path_locks state_summary"
+
+# _agent_chat_spec PATH: describe the command PATH ("post", "task claim",
+# or "" for the options before the command). Sets
+#   _agent_chat_valued  options that take a value
+#   _agent_chat_flags   options that take none
+#   _agent_chat_pos     what each positional argument is, in order; a
+#                       trailing "+" repeats the last one: channel, task,
+#                       marker, lock, path, file, hook, none
+# and returns 1 for an unknown PATH.
+_agent_chat_spec()
+{
+    _agent_chat_flags="-h --help"
+    _agent_chat_valued=""
+    _agent_chat_pos=""
+    local as="--as --from --owner" lease="--lease-seconds --lease --ttl"
+    local state="--as --from --actor --template"
+    local lists="--depends-on --files-hint --acceptance --branch"
+    case $1 in
+        "") _agent_chat_valued="--root" ;;
+        init) _agent_chat_valued="--members --topic"; _agent_chat_pos="none" ;;
+        channels) ;;
+        roster) _agent_chat_pos="channel" ;;
+        post)
+            _agent_chat_valued="--from --to --title --reply --status --body --body-file"
+            _agent_chat_pos="channel" ;;
+        read)
+            _agent_chat_valued="--as"; _agent_chat_flags+=" --all --peek"
+            _agent_chat_pos="channel" ;;
+        wait) _agent_chat_valued="--as --timeout --interval"; _agent_chat_pos="channel" ;;
+        peek) _agent_chat_valued="-n"; _agent_chat_pos="channel" ;;
+        claim) _agent_chat_valued="--as"; _agent_chat_pos="channel marker" ;;
+        lock) _agent_chat_valued="$as $lease"; _agent_chat_pos="channel path +" ;;
+        check) _agent_chat_valued="$as"; _agent_chat_pos="channel path +" ;;
+        unlock) _agent_chat_valued="$as"; _agent_chat_pos="channel lock" ;;
+        recover) _agent_chat_valued="$as --reason $lease"; _agent_chat_pos="channel lock" ;;
+        recover-pending)
+            _agent_chat_valued="$as --resolve-publication"; _agent_chat_pos="channel" ;;
+        state)
+            _agent_chat_valued="$state"
+            _agent_chat_flags+=" --no-audit --json --strict --write --save"
+            _agent_chat_pos="channel" ;;
+        compact)
+            _agent_chat_valued="$state"; _agent_chat_flags+=" --no-audit --json --strict"
+            _agent_chat_pos="channel" ;;
+        task | event) ;;
+        "task create")
+            _agent_chat_valued="--from --created-by --title --owner $lists"
+            _agent_chat_pos="channel none" ;;
+        "task list") _agent_chat_pos="channel" ;;
+        "task show") _agent_chat_pos="channel task" ;;
+        "task update")
+            _agent_chat_valued="--as --from --title --owner $lists --status"
+            _agent_chat_flags+=" --clear-owner --clear-branch"
+            _agent_chat_pos="channel task" ;;
+        "task claim" | "task renew")
+            _agent_chat_valued="--as --from $lease"; _agent_chat_pos="channel task" ;;
+        "task recover")
+            _agent_chat_valued="--as --from --reason $lease"; _agent_chat_pos="channel task" ;;
+        "task recover-pending")
+            _agent_chat_valued="--as --from --resolve-publication"; _agent_chat_pos="channel" ;;
+        "task done" | "task block" | "task release")
+            _agent_chat_valued="--as --from"; _agent_chat_pos="channel task" ;;
+        "event post")
+            _agent_chat_valued="--from --type --harness --status --detail --primitives"
+            _agent_chat_pos="channel" ;;
+        "event read") _agent_chat_valued="--type"; _agent_chat_pos="channel" ;;
+        run) _agent_chat_pos="file file +" ;;
+        watch) _agent_chat_valued="--as --script"; _agent_chat_pos="channel" ;;
+        repl) ;;
+        hook) _agent_chat_pos="hook" ;;
+        *) return 1 ;;
+    esac
+    return 0
+}
+
+# _agent_chat_choices PATH OPTION: the fixed choices of an option, if any
+# (the ones argparse shows as {a,b} are checked against -h by the tests).
+_agent_chat_choices()
+{
+    case $1:$2 in
+        "event post:--type" | "event read:--type") echo "capability status" ;;
+        "event post:--status") echo "ready busy idle blocked stopped" ;;
+        "task update:--status") echo "open in_progress blocked done cancelled" ;;
+        *:--resolve-publication) echo "rollback published" ;;
+    esac
+}
+
+# Add each word of $@ that starts with $cur to COMPREPLY.
+_agent_chat_add()
+{
+    local w
+    for w; do
+        [[ $w == "$cur"* ]] && COMPREPLY+=("$w")
+    done
+}
+
+# Like _agent_chat_add for a comma list: complete the item after the last
+# comma of $cur, keeping what comes before it.
+_agent_chat_add_list()
+{
+    local head="" w
+    [[ $cur == *,* ]] && head=${cur%,*},
+    for w; do
+        [[ ,$head == *",$w,"* ]] && continue    # already in the list
+        [[ $head$w == "$cur"* ]] && COMPREPLY+=("$head$w")
+    done
+    [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
+}
+
+_agent_chat_files()
+{
+    mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$cur")
+    compopt -o filenames 2>/dev/null
+}
+
+# Print the base names of the files matching $1/$2, suffix $3 removed.
+_agent_chat_names()
+{
+    local f
+    for f in "$1"/$2; do
+        [[ -e $f ]] || continue
+        f=${f##*/}
+        printf '%s\n' "${f%"$3"}"
+    done
+}
+
+# Agent names known to the channel directory $1: the members in its
+# _meta.json and the owners of its read cursors.
+_agent_chat_agents()
+{
+    local dir=$1 meta rest re='"([^"\\]*)"'
+    if [[ -r $dir/_meta.json ]]; then
+        meta=$(<"$dir/_meta.json")
+        if [[ $meta == *'"members"'* ]]; then
+            rest=${meta#*\"members\"}
+            rest=${rest#*\[}
+            rest=${rest%%\]*}
+            while [[ $rest =~ $re ]]; do
+                printf '%s\n' "${BASH_REMATCH[1]}"
+                rest=${rest#*"${BASH_REMATCH[0]}"}
+            done
+        fi
+    fi
+    _agent_chat_names "$dir/.cursors" "*.txt" .txt
+}
+
+# Paths relative to the channel directory $1 (what lock and check take).
+_agent_chat_channel_paths()
+{
+    local dir=$1 e IFS=$'\n' any=""
+    [[ -d $dir ]] || return
+    for e in $(cd -- "$dir" 2>/dev/null && compgen -f -- "$cur"); do
+        [[ ${e##*/} == .* && ${cur##*/} != .* ]] && continue
+        # The channel's own files are not workspace paths.
+        case $e in
+            _* | tasks | claims | locks | state.md | task-*.md | [0-9][0-9][0-9][0-9]*-*.md) continue ;;
+        esac
+        if [[ -d $dir/$e ]]; then
+            e+=/
+            any=1
+        fi
+        COMPREPLY+=("$e")
+    done
+    [[ -n $any ]] && compopt -o nospace 2>/dev/null
+}
+
+_agent_chat()
+{
+    COMPREPLY=()
+    local cur=${COMP_WORDS[COMP_CWORD]} prev="" opt="" i w
+    local root="" path="" chan="" npos=0 after_dashes="" raw=""
+    local -a pos=() names=()
+
+    # `--opt=value`: bash usually splits it into "--opt" "=" "value".
+    if [[ $cur == "=" ]]; then
+        opt=${COMP_WORDS[COMP_CWORD - 1]}
+        cur=""
+    elif ((COMP_CWORD >= 2)) && [[ ${COMP_WORDS[COMP_CWORD - 1]} == "=" ]]; then
+        opt=${COMP_WORDS[COMP_CWORD - 2]}
+    elif [[ $cur == --*=* ]]; then
+        opt=${cur%%=*}
+        cur=${cur#*=}
+    elif ((COMP_CWORD >= 1)); then
+        prev=${COMP_WORDS[COMP_CWORD - 1]}
+    fi
+
+    # Walk the words before the cursor: global options, the command path,
+    # then the command's options (skipping their values) and positionals.
+    _agent_chat_spec ""
+    i=1
+    while ((i < COMP_CWORD)); do
+        w=${COMP_WORDS[i]}
+        if [[ -z $after_dashes && $w == -?* ]]; then
+            if [[ $w == -- ]]; then
+                after_dashes=1
+            elif [[ $w != *=* && " $_agent_chat_valued " == *" $w "* ]]; then
+                if [[ ${COMP_WORDS[i + 1]} == "=" ]]; then
+                    ((i++))
+                fi
+                [[ -z $path && $w == --root ]] && root=${COMP_WORDS[i + 1]}
+                ((i++))
+            elif [[ -z $path && $w == --root=* ]]; then
+                root=${w#--root=}
+            fi
+        elif [[ $w == "=" ]]; then
+            :
+        elif [[ -z $path ]]; then
+            path=$w
+            [[ $path == run || $path == repl ]] && raw=1
+            _agent_chat_spec "$path" || return 0
+        elif [[ ($path == task || $path == event) && $npos -eq 0 ]]; then
+            path="$path $w"
+            _agent_chat_spec "$path" || return 0
+        else
+            pos+=("$w")
+            ((npos++))
+            # run passes everything after SCRIPT to the script untouched.
+            [[ -n $raw ]] && after_dashes=1
+        fi
+        ((i++))
+    done
+
+    # The root and the channel named on the line, if any.
+    [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-$HOME/agent-chat}
+    [[ $root == "~"* ]] && root=$HOME${root#"~"}
+    local -a kinds
+    read -ra kinds <<<"$_agent_chat_pos"
+    [[ ${kinds[0]} == channel && -n ${pos[0]} ]] && chan=$root/${pos[0]}
+
+    # The value of an option.
+    if [[ -z $opt && -n $prev && -z $after_dashes && $prev == -?* &&
+        " $_agent_chat_valued " == *" $prev "* ]]; then
+        opt=$prev
+    fi
+    if [[ -n $opt ]]; then
+        local choices
+        choices=$(_agent_chat_choices "$path" "$opt")
+        if [[ -n $choices ]]; then
+            _agent_chat_add $choices
+            return 0
+        fi
+        case $opt in
+            --root)
+                mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+                compopt -o filenames 2>/dev/null ;;
+            --body-file | --script) _agent_chat_files ;;
+            --template)
+                mapfile -t COMPREPLY < <(compgen -f -X '!*.lua' -- "$cur"; compgen -d -- "$cur")
+                compopt -o filenames 2>/dev/null ;;
+            --primitives) _agent_chat_add_list $_agent_chat_primitives ;;
+            --as | --from | --owner | --actor | --created-by)
+                [[ -n $chan ]] && mapfile -t names < <(_agent_chat_agents "$chan")
+                _agent_chat_add "${names[@]}" ;;
+            --to)
+                [[ -n $chan ]] && mapfile -t names < <(_agent_chat_agents "$chan")
+                _agent_chat_add_list all "${names[@]}" ;;
+            --depends-on)
+                [[ -n $chan ]] && mapfile -t names < <(_agent_chat_names "$chan/tasks" "*.json" .json)
+                _agent_chat_add_list "${names[@]}" ;;
+        esac
+        return 0
+    fi
+
+    if [[ -z $after_dashes && $cur == -* ]]; then
+        _agent_chat_add $_agent_chat_valued $_agent_chat_flags
+        return 0
+    fi
+
+    # A command, a subcommand or a positional argument.
+    if [[ -z $path ]]; then
+        _agent_chat_add $_agent_chat_commands
+        return 0
+    fi
+    if [[ $path == task ]]; then
+        _agent_chat_add $_agent_chat_task_commands
+        return 0
+    fi
+    if [[ $path == event ]]; then
+        _agent_chat_add $_agent_chat_event_commands
+        return 0
+    fi
+    local kind=${kinds[npos]} n=${#kinds[@]}
+    if [[ -z $kind || $kind == + ]] && ((n >= 2)) && [[ ${kinds[n - 1]} == + ]]; then
+        kind=${kinds[n - 2]}
+    fi
+    case $kind in
+        channel)
+            local d IFS=$'\n'
+            for d in "$root"/*/_meta.json; do
+                [[ -f $d ]] || continue
+                d=${d%/_meta.json}
+                _agent_chat_add "${d##*/}"
+            done ;;
+        task | lock | marker)
+            if [[ -n $chan ]]; then
+                case $kind in
+                    task) mapfile -t names < <(_agent_chat_names "$chan/tasks" "*.json" .json) ;;
+                    lock) mapfile -t names < <(_agent_chat_names "$chan/locks" "*.json" .json) ;;
+                    marker) mapfile -t names < <(_agent_chat_names "$chan" "task-*.md" "") ;;
+                esac
+                _agent_chat_add "${names[@]}"
+            fi ;;
+        path) [[ -n $chan ]] && _agent_chat_channel_paths "$chan" ;;
+        file) _agent_chat_files ;;
+        hook) _agent_chat_add $_agent_chat_hook_kinds ;;
+    esac
+    return 0
+}
+
+complete -F _agent_chat agent-chat
