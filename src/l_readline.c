@@ -20,7 +20,7 @@
  *                                      (default "")
  *   rl.clear_interrupt()            -- forget a pending Ctrl-C (the flag
  *                                      and the Lua stop hook): true if one
- *                                      was pending
+ *                                      was pending (SIGTERM stays pending)
  *
  * With `plain` (or without readline in the build) the prompt, if any, is
  * written to stdout and one line is read from stdin with stdio: no escape
@@ -60,12 +60,13 @@
 /* Longest line accepted from a pipe: a cap on user-controlled input. */
 #define AC_REPL_MAX_LINE (16u << 20)
 
-/* Stop the pending interrupt: the flag of clock.c and the stop hook that
- * lua_host.c armed on the main thread. Returns 1 if one was pending. */
+/* Forget a pending Ctrl-C: the flag of clock.c and the stop hook that
+ * lua_host.c armed on the main thread. Returns 1 if one was pending. A
+ * SIGTERM stays pending: the REPL ends on it and main.c re-raises it. */
 static int clear_interrupt(lua_State *L)
 {
     lua_State *main;
-    if (!ac_clock_interrupted())
+    if (ac_clock_interrupted() != SIGINT)
         return 0;
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
     main = lua_tothread(L, -1);
@@ -265,15 +266,20 @@ static int editing_readline(lua_State *L, const char *prompt)
         if (n > 0)
             rl_callback_read_char();
     }
+    if (interrupted == SIGINT) {
+        /* Show where the line was cut, like a shell: "^C" after the text. */
+        FILE *out = rl_outstream ? rl_outstream : stdout;
+        rl_point = rl_end;
+        rl_redisplay();
+        fputs("^C\n", out);
+        fflush(out);
+    }
     if (interrupted || failed)
         cancel_line();
     active_L = NULL;
     sigprocmask(SIG_SETMASK, &old, NULL);
 
     if (interrupted == SIGINT) {
-        FILE *out = rl_outstream ? rl_outstream : stdout;
-        fputs("^C\n", out);
-        fflush(out);
         clear_interrupt(L);
         lua_pushboolean(L, 0);
         return 1;

@@ -128,7 +128,7 @@ local function find_raw_command(argv)
       i = i + 2
     elseif a:sub(1, 7) == "--root=" then
       i = i + 1
-    elseif a == "run" or a == "repl" then
+    elseif a == "run" then
       return a, i
     else
       return nil
