@@ -114,6 +114,10 @@ static void register_modules(lua_State *L)
     lua_setfield(L, -2, "agentchat.pathlocks");
     lua_pushcfunction(L, luaopen_agentchat_readline);
     lua_setfield(L, -2, "agentchat.readline");
+    lua_pushcfunction(L, luaopen_agentchat_yaml);
+    lua_setfield(L, -2, "agentchat.yaml");
+    lua_pushcfunction(L, ac_lua_yaml_alias);
+    lua_setfield(L, -2, "yaml");
     if (dev && *dev) {
         /* Development: load the Lua modules from disk instead. */
         lua_getglobal(L, "package");

@@ -28,6 +28,9 @@ int luaopen_agentchat_tasks(lua_State *L);
 int luaopen_agentchat_pathlocks(lua_State *L);
 int luaopen_agentchat_json(lua_State *L);
 int luaopen_agentchat_readline(lua_State *L);
+int luaopen_agentchat_yaml(lua_State *L);
+/* package.preload["yaml"]: returns require "agentchat.yaml". */
+int ac_lua_yaml_alias(lua_State *L);
 
 struct ac_chan;
 /* The open channel held by the "agentchat.channel" userdata at idx (as
