@@ -11,7 +11,7 @@
 # ids, lock ids and legacy markers of the channel on the line, agent names
 # (the channel's members and cursor owners), the choices of --type,
 # --status, --resolve-publication and --primitives, and file names for
-# --body-file, --script, --template, --root and `run SCRIPT`.
+# --body-file, --script, --template, --history, --root and `run SCRIPT`.
 #
 # The option table below is static (no process is spawned on TAB);
 # tests/functional/install_spec.lua compares it with `agent-chat CMD -h`
@@ -93,8 +93,11 @@ _agent_chat_spec()
             _agent_chat_pos="channel" ;;
         "event read") _agent_chat_valued="--type"; _agent_chat_pos="channel" ;;
         run) _agent_chat_pos="file file +" ;;
-        watch) _agent_chat_valued="--as --script"; _agent_chat_pos="channel" ;;
-        repl) ;;
+        watch)
+            _agent_chat_valued="--as --script --interval --retries --backoff --arg"
+            _agent_chat_flags+=" --tasks --locks --once"
+            _agent_chat_pos="channel" ;;
+        repl) _agent_chat_valued="--history"; _agent_chat_flags+=" --no-history" ;;
         hook) _agent_chat_pos="hook" ;;
         *) return 1 ;;
     esac
@@ -234,7 +237,7 @@ _agent_chat()
             :
         elif [[ -z $path ]]; then
             path=$w
-            [[ $path == run || $path == repl ]] && raw=1
+            [[ $path == run ]] && raw=1
             _agent_chat_spec "$path" || return 0
         elif [[ ($path == task || $path == event) && $npos -eq 0 ]]; then
             path="$path $w"
@@ -271,7 +274,7 @@ _agent_chat()
             --root)
                 mapfile -t COMPREPLY < <(compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
-            --body-file | --script) _agent_chat_files ;;
+            --body-file | --script | --history) _agent_chat_files ;;
             --template)
                 mapfile -t COMPREPLY < <(compgen -f -X '!*.lua' -- "$cur"; compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
