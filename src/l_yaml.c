@@ -246,6 +246,20 @@ static int unsupported_tag(struct decoder *d, const char *tag)
     return fail_at(d, d->event.start_mark, "unsupported tag %s", shown);
 }
 
+/* Does s look like an integer (an out-of-range one resolves as a float)? */
+static int is_int_text(const char *s, size_t len)
+{
+    size_t i = (len > 0 && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+    if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o'))
+        return 1;
+    if (i == len)
+        return 0;
+    for (; i < len; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
 /* Push the value of the scalar event. */
 static int push_scalar(lua_State *L, struct decoder *d)
 {
@@ -274,7 +288,7 @@ static int push_scalar(lua_State *L, struct decoder *d)
         if (!ok) {
             show(s, len, shown);
             return fail_at(d, ev->start_mark, "%s is not a valid !!%s value%s", shown, tag,
-                           strcmp(tag, "int") == 0 && v.kind == AC_YAML_FLOAT
+                           strcmp(tag, "int") == 0 && v.kind == AC_YAML_FLOAT && is_int_text(s, len)
                                ? " (integers are limited to 64 bits)" : "");
         }
         if (strcmp(tag, "float") == 0 && v.kind == AC_YAML_INT) {
