@@ -206,6 +206,24 @@ describe("agent-chat repl in a terminal (tmux)", function()
       return l[#l - 1] == "2" and l[#l] == ">"
     end)
 
+    -- Ctrl-C also stops a running chunk: one message, and the REPL goes on.
+    press("C-l")
+    wait_until("a cleared screen", function()
+      return #lines() == 1
+    end)
+    type_text("while true do end")
+    press("Enter")
+    wait_last_line("> while true do end")
+    press("C-c")
+    wait_for("agent-chat: INTERRUPTED: cancelled by user\nstack traceback:\n")
+    wait_last_line(">")
+    type_text("1 + 1")
+    press("Enter")
+    wait_until("2 after the interrupted chunk", function()
+      local l = lines()
+      return l[#l - 1] == "2" and l[#l] == ">"
+    end)
+
     -- Ctrl-D exits 0 and the history file has what was typed.
     press("C-d")
     wait_for("REPL-EXIT=0")
@@ -223,7 +241,7 @@ describe("agent-chat repl in a terminal (tmux)", function()
     press("Up")
     wait_last_line("> 1 + 1")
     press("Up")
-    wait_last_line('> root:channel("dev"):roster()')
+    wait_last_line("> while true do end")
     press("C-u")
     wait_last_line(">")
     press("C-d")
