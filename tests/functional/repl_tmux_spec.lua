@@ -4,7 +4,7 @@
 -- with a temporary HOME and root, types with send-keys and reads the screen
 -- with capture-pane. Every check polls the screen until the expected text
 -- shows up or a timeout passes (no fixed sleeps), and a failure prints the
--- screen. Pending when tmux is not installed.
+-- screen. Pending when tmux is not installed or the build has no readline.
 local H = require "spec_helper"
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
@@ -19,6 +19,10 @@ end
 describe("agent-chat repl in a terminal (tmux)", function()
   if not have_tmux() then
     pending("tmux is not installed (apt-get install tmux): the terminal acceptance test cannot run")
+    return
+  end
+  if not require("agentchat.readline").available then
+    pending("this build has no readline (install libreadline-dev and rebuild): no line editing to test")
     return
   end
 
