@@ -43,12 +43,19 @@
 #define STORE_MT "agentchat.store"
 #define CHAN_MT "agentchat.channel"
 
+/* A store handle. The C store must outlive every channel opened from it
+ * (store.h), yet a script may close the store first (`root:close()` with a
+ * channel still open): close only marks the handle closed, and the store
+ * is freed when the last of its channels is closed too. */
 struct l_store {
     struct ac_store *st;
+    int nchan;              /* open channel handles made from it */
+    int closed;             /* :close() or __gc ran: unusable from Lua */
 };
 
 struct l_chan {
     struct ac_chan *ch;
+    struct l_store *owner;  /* kept alive by the channel's user value */
 };
 
 static int fail_err(lua_State *L, const struct ac_err *err)
@@ -60,7 +67,7 @@ static int fail_err(lua_State *L, const struct ac_err *err)
 static struct l_store *check_store(lua_State *L, int idx)
 {
     struct l_store *s = luaL_checkudata(L, idx, STORE_MT);
-    if (!s->st)
+    if (s->closed || !s->st)
         luaL_error(L, "attempt to use a closed store");
     return s;
 }
@@ -161,6 +168,8 @@ static int l_open(lua_State *L)
     struct l_store *s = lua_newuserdatauv(L, sizeof *s, 0);
     struct ac_err err = AC_ERR_INIT;
     s->st = NULL;   /* released state first: __gc is safe if we fail */
+    s->nchan = 0;
+    s->closed = 0;
     luaL_setmetatable(L, STORE_MT);
     s->st = ac_store_open_fs(root, &err);
     if (!s->st)
@@ -309,11 +318,14 @@ static int store_channel(lua_State *L)
     struct ac_err err = AC_ERR_INIT;
     struct l_chan *c = lua_newuserdatauv(L, sizeof *c, 1);
     c->ch = NULL;
+    c->owner = NULL;
     luaL_setmetatable(L, CHAN_MT);
     lua_pushvalue(L, 1);                /* keep the store alive */
     lua_setiuservalue(L, -2, 1);
     if (s->st->ops->chan_open(s->st, name, &c->ch, &err) == -1)
         return fail_err(L, &err);
+    c->owner = s;
+    s->nchan++;
     return 1;
 }
 
@@ -323,13 +335,24 @@ static int store_root(lua_State *L)
     return 1;
 }
 
-static int store_gc(lua_State *L)
+/* Free the C store once the handle is closed and no channel of it is
+ * open any more. */
+static void store_release(struct l_store *s)
 {
-    struct l_store *s = luaL_checkudata(L, 1, STORE_MT);
-    if (s->st) {
+    if (s->closed && s->nchan == 0 && s->st) {
         ac_store_close(s->st);
         s->st = NULL;
     }
+}
+
+/* st:close(), __close and __gc: idempotent. Channels still open keep the
+ * C store until they close (the finalizers of a store and its channels may
+ * run in either order; both userdata stay valid until all have run). */
+static int store_gc(lua_State *L)
+{
+    struct l_store *s = luaL_checkudata(L, 1, STORE_MT);
+    s->closed = 1;
+    store_release(s);
     return 0;
 }
 
@@ -628,6 +651,11 @@ static int chan_close(lua_State *L)
     if (c->ch) {
         c->ch->store->ops->chan_close(c->ch);
         c->ch = NULL;
+        if (c->owner) {
+            c->owner->nchan--;
+            store_release(c->owner);
+            c->owner = NULL;
+        }
     }
     return 0;
 }
@@ -645,7 +673,7 @@ static int chan_tostring(lua_State *L)
 static int store_tostring(lua_State *L)
 {
     struct l_store *s = luaL_checkudata(L, 1, STORE_MT);
-    if (s->st)
+    if (s->st && !s->closed)
         lua_pushfstring(L, "agentchat.store (%s)", s->st->root);
     else
         lua_pushliteral(L, "agentchat.store (closed)");

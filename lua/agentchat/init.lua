@@ -58,7 +58,9 @@ function M.join_path(root, name)
 end
 
 --- The root a command uses: `flag`, else $AGENT_CHAT_ROOT (empty = unset),
---- else ~/agent-chat. Returns the normalized path.
+--- else the user config's `root` (docs/config.md), else ~/agent-chat.
+--- Returns the normalized path (CONFIG_INVALID when the user config that
+--- would decide is broken).
 function M.resolve_root(flag)
   local root = flag
   if root == nil then
@@ -69,7 +71,15 @@ function M.resolve_root(flag)
     if env and env ~= "" then
       root = env
     else
-      local home, msg, code = sys.home()
+      local configured, msg, code = require("agentchat.config").user_root()
+      if configured == nil then
+        return fail(code, msg)
+      end
+      if configured then
+        return configured
+      end
+      local home
+      home, msg, code = sys.home()
       if not home then
         return fail(code, msg)
       end
@@ -203,6 +213,55 @@ function Root:channels()
   end
   return out
 end
+
+--- Unread counts for agent `as`, the summary the host hooks print:
+--- {channel=, count=} for each channel with messages for `as` above its
+--- cursor (the relevance of `read`), cursors untouched. opts.channels: the
+--- names to look at, in that order (default: every channel, sorted); a
+--- listed channel that cannot be opened fails.
+function Root:unread(as, opts)
+  if type(as) ~= "string" then
+    error("unread expects an agent name", 2)
+  end
+  if opts ~= nil and (type(opts) ~= "table" or (opts.channels ~= nil and type(opts.channels) ~= "table")) then
+    error("unread expects {channels = {name, ...}}", 2)
+  end
+  local names = opts and opts.channels
+  local listed = names ~= nil
+  local msg, code, exit
+  if not listed then
+    names, msg, code, exit = self._store:channels()
+    if not names then
+      return nil, msg, code, exit
+    end
+  end
+  local out = {}
+  for _, name in ipairs(names) do
+    local ch
+    ch, msg, code, exit = self:channel(name)
+    if ch then
+      local batch
+      batch, msg, code, exit = ch:fetch{ as = as }
+      ch:close()
+      if not batch then
+        return nil, msg, code, exit
+      end
+      if #batch.messages > 0 then
+        out[#out + 1] = { channel = name, count = #batch.messages }
+      end
+    elseif listed or code ~= "CHANNEL_NOT_FOUND" then
+      return nil, msg, code, exit      -- (unlisted: removed since the listing)
+    end
+  end
+  return out
+end
+
+--- Release the root's store handle. Channels opened from it stay usable
+--- until they are closed; the root itself raises when used again.
+function Root:close()
+  self._store:close()
+end
+Root.__close = Root.close
 
 -- ---------------------------------------------------------------- channels
 
