@@ -133,8 +133,8 @@ describe("agent-chat repl (stdin not a terminal)", function()
     assert.equal("}", out[11])
     -- The whole batch: the messages in seq order, bodies escaped on one line.
     local batch = table.concat(out, "\n", 12)
-    assert.truthy(batch:find("^{\n  count = 2,\n  cursor = 2,\n  messages = {\n    {\n      body = \"Can you take the parser%?\\n\",\n"),
-      batch)
+    local head = '{\n  count = 2,\n  cursor = 2,\n  messages = {\n    {\n      body = "Can you take the parser?\\n",\n'
+    assert.equal(head, batch:sub(1, #head))
     assert.truthy(batch:find('\n      title = "Kickoff",\n', 1, true), batch)
     assert.truthy(batch:find('\n      title = "Re: Kickoff",\n', 1, true), batch)
     assert.truthy(batch:find("\n  skipped = {}\n}$"), batch)
