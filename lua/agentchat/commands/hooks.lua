@@ -40,8 +40,9 @@ end
 --- The channels the hook looks at: the listed ones in their order, else
 --- every channel of the root sorted by name; names that are invalid or
 --- have no channel are dropped. Returns a list of open channels.
+--- env.channels (a list, from the config) stands for AGENT_CHAT_CHANNELS.
 function M.channels(root, env)
-  local names = split_list(env.AGENT_CHAT_CHANNELS)
+  local names = env.channels or split_list(env.AGENT_CHAT_CHANNELS)
   if #names == 0 then
     names = root:channel_names() or {}
   end
@@ -126,15 +127,23 @@ function M.message(kind, root, env)
     .. ". Run /agent-chat to read/reply."
 end
 
-local function environment()
-  return { AGENT_CHAT_NAME = os.getenv("AGENT_CHAT_NAME"),
-           AGENT_CHAT_CHANNELS = os.getenv("AGENT_CHAT_CHANNELS") }
+-- The root, identity and channels: $AGENT_CHAT_ROOT, $AGENT_CHAT_NAME and
+-- $AGENT_CHAT_CHANNELS, else the config files' root, identity.name and
+-- channels (docs/config.md). A broken config file is skipped (lenient):
+-- a hook never fails.
+local function settings(args)
+  local cfg = require("agentchat.config").load{ root = args.root, lenient = true }
+  if not cfg or not cfg.root then
+    return nil
+  end
+  return cfg.root, { AGENT_CHAT_NAME = cfg.name, channels = cfg.channels }
 end
 
 local function cmd_hook(args, ctx)
   local ok, line = pcall(function()
-    local root = require("agentchat").open(args.root)
-    return root and M.message(args.kind, root, environment())
+    local path, env = settings(args)
+    local root = path and require("agentchat").open(path)
+    return root and M.message(args.kind, root, env)
   end)
   if ok and line then
     ctx.out(line .. "\n")
@@ -145,8 +154,9 @@ end
 function M.register(sub)
   sub:parser("hook", {
     description = "Host lifecycle hooks (SPEC.md 4): print a one-line notice when the agent "
-      .. "($AGENT_CHAT_NAME) has unread peer messages in the channels ($AGENT_CHAT_CHANNELS, "
-      .. "default all). Never writes cursors; always exits 0.",
+      .. "($AGENT_CHAT_NAME, else the config's identity.name) has unread peer messages in the channels "
+      .. "($AGENT_CHAT_CHANNELS, else the config's channels, default all). Never writes cursors; "
+      .. "always exits 0.",
     build = function(p)
       p:positional{ "kind", choices = M.KINDS, help = "which hook: session-start, prompt or stop" }
       p:set_defaults{ handler = cmd_hook }

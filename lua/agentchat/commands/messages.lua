@@ -256,8 +256,17 @@ local function cmd_wait(args, ctx)
   if not ch then
     return rc
   end
+  -- No --interval: the config's wait.interval, else 5 (docs/config.md).
+  local interval = args.interval
+  if interval == nil then
+    local why, wcode, wexit
+    interval, why, wcode, wexit = require("agentchat.config").get("interval", args.root)
+    if not interval then
+      return ctx.fail(why, wcode, wexit)
+    end
+  end
   local batch, msg, code, exit = ch:wait{ as = args.as, timeout = args.timeout,
-                                          interval = args.interval, peek = true }
+                                          interval = interval, peek = true }
   if not batch then
     if code == "ETIMEDOUT" then
       ctx.err(string.format("(timeout after %ss: no new messages for %s in '%s')\n",
@@ -367,7 +376,7 @@ function M.register(sub)
       p:positional{ "channel", help = "channel name" }
       p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
       p:option{ "--timeout", type = "float", default = 900.0, help = "seconds to wait (default: 900)" }
-      p:option{ "--interval", type = "float", default = 5.0,
+      p:option{ "--interval", type = "float",
                 help = "rescan period in seconds where change notification is unavailable (default: 5)" }
       p:set_defaults{ handler = cmd_wait }
     end })

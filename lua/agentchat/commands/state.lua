@@ -54,6 +54,14 @@ local function run(args, ctx, write, done_line)
   if not ch then
     return rc
   end
+  -- No --template (and no --json): the config's state.template, if any.
+  if args.template == nil and not args.json then
+    local template, why, wcode, wexit = require("agentchat.config").get("template", args.root)
+    if why then
+      return ctx.fail(why, wcode, wexit)
+    end
+    args.template = template
+  end
   local data, msg, code, exit = state.gather(ch, { strict = args.strict })
   if not data then
     return ctx.fail(msg, code, exit)
