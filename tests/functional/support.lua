@@ -9,8 +9,9 @@
 --   F.bin                   the binary under test (a private copy of H.bin)
 --   F.home                  a temporary $HOME used by every F.run
 --   F.run(argv, opts)       like H.run, with a clean environment: LC_ALL=C,
---                           HOME=F.home, AGENT_CHAT_TEST_FSYNC=0 and no
---                           AGENT_CHAT_ROOT unless opts.root is given.
+--                           HOME=F.home, AGENT_CHAT_TEST_FSYNC=0, no
+--                           XDG_CONFIG_HOME and no AGENT_CHAT_ROOT unless
+--                           opts.root is given.
 --                           opts.env (false unsets), opts.stdin, opts.cwd
 --                           -> {code=, stdout=, stderr=}
 --   F.shell(script, env, ...) run a /bin/sh script (A = the binary, $1... =
@@ -111,6 +112,7 @@ local function base_env(opts)
     AGENT_CHAT_DEBUG = false,
     AGENT_CHAT_NAME = false,
     AGENT_CHAT_CHANNELS = false,
+    XDG_CONFIG_HOME = false,        -- the user config is F.home's (none unless a spec writes one)
   }
   if opts.root then
     vars.AGENT_CHAT_ROOT = opts.root
