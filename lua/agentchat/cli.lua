@@ -33,6 +33,7 @@ M.commands = {
   { "watch", "watch", "run a Lua handler for each new message (zero-token loop)" },
   { "repl", "repl", "interactive Lua with the agentchat API" },
   { "hook", "hooks", "host lifecycle hooks: session-start, prompt, stop" },
+  { "config", "config", "show the effective settings and where each comes from" },
 }
 
 -- Build one command from its family: run the family's register() against a
@@ -61,7 +62,8 @@ Peer agent sessions coordinate by exchanging Markdown message files in
 shared channel folders. Drop-in compatible with agent-chat-plugin.]]
 
 local EPILOG = [[
-Root: --root (before the command), else $AGENT_CHAT_ROOT, else ~/agent-chat.
+Root: --root (before the command), else $AGENT_CHAT_ROOT, else the user
+config's root (see 'agent-chat config'), else ~/agent-chat.
 Run 'agent-chat COMMAND -h' for the options of a command.]]
 
 function M.build_parser()
