@@ -60,20 +60,30 @@
 /* Longest line accepted from a pipe: a cap on user-controlled input. */
 #define AC_REPL_MAX_LINE (16u << 20)
 
-/* Forget a pending Ctrl-C: the flag of clock.c and the stop hook that
- * lua_host.c armed on the main thread. Returns 1 if one was pending. A
- * SIGTERM stays pending: the REPL ends on it and main.c re-raises it. */
-static int clear_interrupt(lua_State *L)
+/* Disarm the stop hook that lua_host.c set on the main thread when the
+ * signal arrived (input was waiting, not Lua code: nothing to stop). */
+static void disarm_hook(lua_State *L)
 {
     lua_State *main;
-    if (ac_clock_interrupted() != SIGINT)
-        return 0;
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
     main = lua_tothread(L, -1);
     lua_pop(L, 1);
     lua_sethook(main, NULL, 0, 0);
     if (main != L)
         lua_sethook(L, NULL, 0, 0);
+}
+
+/* Forget a pending Ctrl-C: the flag of clock.c and the stop hook. Returns
+ * 1 if one was pending. A SIGTERM stays pending (flag only): the REPL
+ * ends on it and main.c re-raises it. */
+static int clear_interrupt(lua_State *L)
+{
+    int sig = ac_clock_interrupted();
+    if (sig == 0)
+        return 0;
+    disarm_hook(L);
+    if (sig != SIGINT)
+        return 0;
     ac_clock_clear_interrupt();
     return 1;
 }
@@ -115,6 +125,7 @@ static int plain_readline(lua_State *L, const char *prompt)
         }
         /* End of input, a read error or SIGTERM: the REPL ends. */
         free(line);
+        clear_interrupt(L);
         lua_pushnil(L);
         return 1;
     }
@@ -286,6 +297,7 @@ static int editing_readline(lua_State *L, const char *prompt)
     }
     if (interrupted || failed || line_result == NULL) {
         /* SIGTERM (its flag stays set for main.c) or end of input. */
+        clear_interrupt(L);
         lua_pushnil(L);
         return 1;
     }

@@ -196,4 +196,27 @@ echo $? >"$1/code"
       F.read(dir .. "/err"))
     assert.equal("1\n", F.read(dir .. "/code"))
   end)
+
+  it("SIGTERM while waiting for input ends quietly, killed by SIGTERM", function()
+    local dir = F.tmpdir()
+    local code = F.shell([[
+mkfifo "$1/in"
+"$A" --root "$2" repl <"$1/in" >"$1/out" 2>"$1/err" &
+pid=$!
+exec 3>"$1/in"
+printf '%s\n' '"ready"' >&3
+i=0
+while ! grep -q ready "$1/out" 2>/dev/null; do
+  i=$((i+1)); [ $i -gt 200 ] && break; sleep 0.05
+done
+kill -TERM $pid
+wait $pid
+echo $? >"$1/code"
+exec 3>&-
+]], nil, dir, root)
+    assert.equal(0, code)
+    assert.equal("ready\n", F.read(dir .. "/out"))
+    assert.equal("", F.read(dir .. "/err"))
+    assert.equal("143\n", F.read(dir .. "/code"))
+  end)
 end)
