@@ -210,8 +210,7 @@ while ! grep -q ready "$1/out" 2>/dev/null; do
   i=$((i+1)); [ $i -gt 200 ] && break; sleep 0.05
 done
 kill -TERM $pid
-wait $pid
-echo $? >"$1/code"
+{ wait $pid; echo $? >"$1/code"; } 2>/dev/null   # no "Terminated" notice
 exec 3>&-
 ]], nil, dir, root)
     assert.equal(0, code)
