@@ -506,19 +506,20 @@ function M.get(field, root)
   return cfg[field]
 end
 
+local function exists(p)
+  local f = io.open(p, "r")
+  if f then
+    f:close()
+    return true
+  end
+  return false
+end
+
 --- Find a workflow script: `name` itself when it names an existing file or
 --- contains a "/", else the first <dir>/<name> or <dir>/<name>.lua over
 --- `dirs` (cfg.workflows). Returns the path (name unchanged when nothing
 --- matches, so the caller's "cannot open" names what the user typed).
 function M.find_workflow(name, dirs)
-  local function exists(p)
-    local f = io.open(p, "r")
-    if f then
-      f:close()
-      return true
-    end
-    return false
-  end
   if name:find("/", 1, true) or exists(name) then
     return name
   end
@@ -530,6 +531,20 @@ function M.find_workflow(name, dirs)
     end
   end
   return name
+end
+
+--- find_workflow over the config's workflows.path, reading the config only
+--- when `name` is not a file already (so a broken config does not stop a
+--- `watch --script ./x.lua`). Returns the path or nil, message, code, exit.
+function M.resolve_workflow(name, root)
+  if name:find("/", 1, true) or exists(name) then
+    return name
+  end
+  local dirs, msg, code, exit = M.get("workflows", root)
+  if not dirs then
+    return nil, msg, code, exit
+  end
+  return M.find_workflow(name, dirs)
 end
 
 return M

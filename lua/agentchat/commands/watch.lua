@@ -80,6 +80,12 @@ local function cmd_watch(args, ctx)
   if not ch then
     return ctx.fail(cmsg, ccode, cexit)
   end
+  -- --script NAME that is not a file: look in the config's workflows.path.
+  local script, wmsg, wcode, wexit = require("agentchat.config").resolve_workflow(args.script, args.root)
+  if not script then
+    return ctx.fail(wmsg, wcode, wexit)
+  end
+  args.script = script
   local handlers, rc = load_handlers(args, ctx)
   if not handlers then
     return rc
@@ -106,7 +112,8 @@ function M.register(sub)
       p:option{ "--as", dest = "as", metavar = "NAME", required = true,
                 help = "the agent the script reads as (its cursor)" }
       p:option{ "--script", metavar = "FILE", required = true,
-                help = "Lua file returning a handler function or table" }
+                help = "Lua file returning a handler function or table (a bare NAME that is no file is "
+                  .. "looked up as NAME or NAME.lua in the config's workflows.path)" }
       p:option{ "--interval", type = positive_float, type_name = "positive float", metavar = "S",
                 help = "seconds between rescans and 'tick' calls (default: the script's interval, else 5)" }
       p:option{ "--tasks", action = "store_true", help = "deliver task and lease changes (audit messages)" }
