@@ -7,7 +7,8 @@
 #
 # Completes commands, the subcommands of `task` and `event`, the hook kinds,
 # the options of every command, channel names (directories with a
-# _meta.json under --root, else $AGENT_CHAT_ROOT, else ~/agent-chat), task
+# _meta.json under --root, else $AGENT_CHAT_ROOT, else the user config's
+# root, else ~/agent-chat), task
 # ids, lock ids and legacy markers of the channel on the line, agent names
 # (the channel's members and cursor owners), the choices of --type,
 # --status, --resolve-publication and --primitives, and file names for
@@ -21,7 +22,7 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event run watch repl hook"
+_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event run watch repl hook config"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
 _agent_chat_hook_kinds="session-start prompt stop"
@@ -99,6 +100,7 @@ _agent_chat_spec()
             _agent_chat_pos="channel" ;;
         repl) _agent_chat_valued="--history"; _agent_chat_flags+=" --no-history" ;;
         hook) _agent_chat_pos="hook" ;;
+        config) _agent_chat_flags+=" --json" ;;
         *) return 1 ;;
     esac
     return 0
@@ -195,6 +197,26 @@ _agent_chat_channel_paths()
     [[ -n $any ]] && compopt -o nospace 2>/dev/null
 }
 
+# The root when neither --root nor $AGENT_CHAT_ROOT gives one: the user
+# config's root if that file exists (asked from `$1 config --json`, the
+# program on the command line; one quick run), else ~/agent-chat.
+_agent_chat_default_root()
+{
+    local dir=${XDG_CONFIG_HOME:-} json prog=$1
+    [[ $dir == /* ]] || dir=$HOME/.config
+    [[ $prog == "~"/* ]] && prog=$HOME/${prog#"~/"}
+    if [[ -f $dir/agent-chat/config.yaml ]] && type -P "$prog" >/dev/null &&
+        json=$("$prog" config --json 2>/dev/null) &&
+        [[ $json == *'"settings"'*'"root": {'*'"value": "'* ]]; then
+        json=${json#*'"settings"'}
+        json=${json#*'"root": {'}
+        json=${json#*'"value": "'}
+        printf '%s\n' "${json%%\"*}"
+        return
+    fi
+    printf '%s\n' "$HOME/agent-chat"
+}
+
 _agent_chat()
 {
     COMPREPLY=()
@@ -251,12 +273,16 @@ _agent_chat()
         ((i++))
     done
 
-    # The root and the channel named on the line, if any.
-    [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-$HOME/agent-chat}
-    [[ $root == "~"* ]] && root=$HOME${root#"~"}
+    # The root (only for commands that take a channel) and the channel
+    # named on the line, if any.
     local -a kinds
     read -ra kinds <<<"$_agent_chat_pos"
-    [[ ${kinds[0]} == channel && -n ${pos[0]} ]] && chan=$root/${pos[0]}
+    if [[ ${kinds[0]} == channel ]]; then
+        [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-}
+        [[ -z $root ]] && root=$(_agent_chat_default_root "${COMP_WORDS[0]}")
+        [[ $root == "~"* ]] && root=$HOME${root#"~"}
+        [[ -n ${pos[0]} ]] && chan=$root/${pos[0]}
+    fi
 
     # The value of an option.
     if [[ -z $opt && -n $prev && -z $after_dashes && $prev == -?* &&

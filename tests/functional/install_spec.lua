@@ -315,11 +315,12 @@ describe("the man page", function()
   end)
 
   it("lists every environment variable the sources read", function()
-    local _, found = sh("cd " .. F.sh(REPO) .. " && grep -rhoE 'getenv\\(\"AGENT_CHAT_[A-Z_]+' src lua"
+    -- getenv("NAME") in C and Lua, getenv(env, "NAME") in agentchat.config.
+    local _, found = sh("cd " .. F.sh(REPO) .. " && grep -rhoE 'getenv\\(([a-z]+, )?\"[A-Z_]+\"' src lua"
       .. " | sort -u")
     local src = F.read(MAN):gsub("\\%-", "-")
     local missing = {}
-    for name in found:gmatch("(AGENT_CHAT_[A-Z_]+)") do
+    for name in found:gmatch('"([A-Z_]+)"') do
       if not src:find("\n.B " .. name .. "\n", 1, true) then
         missing[#missing + 1] = name
       end
@@ -339,6 +340,8 @@ describe("the bash completion", function()
     { { "agent-chat", "task", "re" }, { "recover", "recover-pending", "release", "renew" } },
     { { "agent-chat", "event", "" }, { "post", "read" } },
     { { "agent-chat", "hook", "s" }, { "session-start", "stop" } },
+    { { "agent-chat", "con" }, { "config" } },
+    { { "agent-chat", "config", "-" }, { "--help", "--json", "-h" } },
     { { "agent-chat", "post", "" }, { "dev", "ops" } },
     { { "agent-chat", "post", "--from", "bob", "--title", "x", "d" }, { "dev" } },
     { { "agent-chat", "event", "post", "ch", "--type", "" }, { "capability", "status" } },
@@ -411,6 +414,21 @@ describe("the bash completion", function()
     assert.same({ "zeta" }, r[1])
     assert.same({ "zeta" }, r[2])
     assert.same({ "dev", "ops" }, r[3])
+  end)
+
+  it("takes the root from the user config's root next (asking the program on the line)", function()
+    local cfg, croot = F.tmpdir(), F.tmpdir()
+    F.init(croot, "fromconfig")
+    os.execute("mkdir -p " .. F.sh(cfg .. "/agent-chat"))
+    F.write(cfg .. "/agent-chat/config.yaml", "root: " .. croot .. "\n")
+    local r = complete(COMPLETION, {
+      { F.bin, "post", "" },
+      { F.bin, "--root", root, "post", "" },
+    }, { XDG_CONFIG_HOME = cfg })
+    assert.same({ "fromconfig" }, r[1])
+    assert.same({ "dev", "ops" }, r[2])
+    r = complete(COMPLETION, { { F.bin, "post", "" } }, { XDG_CONFIG_HOME = cfg, AGENT_CHAT_ROOT = root })
+    assert.same({ "dev", "ops" }, r[1])
   end)
 
   it("falls back to ~/agent-chat", function()
