@@ -30,10 +30,10 @@ local yaml = require "agentchat.yaml"
 
 local M = {}
 
-M.ROOT_FILE = "agent-chat.yaml"
-M.USER_FILE = "agent-chat/config.yaml"
-M.MAX_BYTES = 1024 * 1024
-M.DEFAULT_INTERVAL = 5.0
+local ROOT_FILE = "agent-chat.yaml"
+local USER_FILE = "agent-chat/config.yaml"
+local MAX_BYTES = 1024 * 1024
+local DEFAULT_INTERVAL = 5.0
 
 -- Settings in display order: the setting's name in `cfg`, the dotted key
 -- in the file, and its environment variable (if any).
@@ -107,18 +107,18 @@ end
 function M.user_path(env)
   local xdg = getenv(env, "XDG_CONFIG_HOME")
   if xdg and xdg:sub(1, 1) == "/" then
-    return ac.normalize_path(xdg .. "/" .. M.USER_FILE)
+    return ac.normalize_path(xdg .. "/" .. USER_FILE)
   end
   local home, msg, code = home_dir(env)
   if not home then
     return nil, msg, code
   end
-  return ac.normalize_path(home .. "/.config/" .. M.USER_FILE)
+  return ac.normalize_path(home .. "/.config/" .. USER_FILE)
 end
 
 --- The root config's path for a (normalized) root.
 function M.root_path(root)
-  return ac.join_path(root, M.ROOT_FILE)
+  return ac.join_path(root, ROOT_FILE)
 end
 
 local function dirname(path)
@@ -325,7 +325,7 @@ end
 --- lines}; false when the file does not exist; nil, message, code when it
 --- is broken (message starts with the path).
 function M.read_file(path, scope, env)
-  local text, msg, errno = sys.read_file(path, M.MAX_BYTES + 1)
+  local text, msg, errno = sys.read_file(path, MAX_BYTES + 1)
   if not text then
     if errno == 2 or errno == 20 then   -- ENOENT, ENOTDIR: no config here
       return false
@@ -335,7 +335,7 @@ function M.read_file(path, scope, env)
     end
     return nil, path .. ": " .. msg, "CONFIG_UNREADABLE"
   end
-  if #text > M.MAX_BYTES then
+  if #text > MAX_BYTES then
     return nil, path .. ": larger than 1 MiB", "CONFIG_INVALID"
   end
   local doc, marks = yaml.decode(text, { marks = true, max_depth = 20, max_alias_nodes = 1000 })
@@ -478,7 +478,7 @@ function M.load(opts)
   if #channels > 0 then
     from_env.channels = yaml.array(channels)
   end
-  local defaults = { interval = M.DEFAULT_INTERVAL, channels = yaml.array(), workflows = yaml.array() }
+  local defaults = { interval = DEFAULT_INTERVAL, channels = yaml.array(), workflows = yaml.array() }
   for _, s in ipairs(M.SETTINGS) do
     local f = s.field
     if f ~= "root" then
