@@ -390,6 +390,37 @@ return {
     assert.equal(1, cursor(root, "c", "bob"))
   end)
 
+  it("uses no CPU while it waits", function()
+    local s = script(IDLE)
+    local job = spawn(root, { "c", "--as", "bob", "--script", s, "--arg", log })
+    assert.truthy(eventually(function()
+      return (F.read(log) or ""):find("start")
+    end))
+    -- utime + stime, in clock ticks (fields 14 and 15 of /proc/PID/stat).
+    local function cpu()
+      local stat = F.read("/proc/" .. job.pid .. "/stat")
+      local rest = stat and stat:match("%) (.*)$")
+      if not rest then
+        return nil
+      end
+      local f = {}
+      for w in rest:gmatch("%S+") do
+        f[#f + 1] = w
+      end
+      return tonumber(f[12]) + tonumber(f[13])   -- fields 14, 15 counted from field 3
+    end
+    local before = cpu()
+    F.sleep(1.5)
+    local after = cpu()
+    job:signal("INT")
+    assert.equal(130, job:finish().code)
+    if not before then
+      pending("no /proc/PID/stat here")
+      return
+    end
+    assert.is_true(after - before <= 2, "used " .. (after - before) .. " clock ticks in 1.5 s of waiting")
+  end)
+
   it("stops cleanly on SIGTERM: the stop handler runs and nothing is left behind", function()
     local s = script(IDLE)
     local job = spawn(root, { "c", "--as", "bob", "--script", s, "--arg", log })
