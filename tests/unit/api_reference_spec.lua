@@ -26,9 +26,9 @@
 --      replaced by a counting wrapper that counts only calls made from this
 --      file; the last test fails for any documented function nobody called.
 --      Failures the calls provoke go through `fails()`, which also checks
---      that the row lists the code. The one function that cannot run here
---      (sys.read_stdin would block on a terminal) runs in a child process
---      and is marked by hand;
+--      that the row lists the code. The two functions that cannot run here
+--      (sys.read_stdin would block on a terminal; config.get reads the real
+--      HOME's config) run in a child `agent-chat run` and are marked by hand;
 --  (c) checks the handles: the store and channel userdata have __close and
 --      __gc, closing twice is safe and a closed handle raises a clear error;
 --      Root and Channel have close() and __close.
