@@ -1,0 +1,38 @@
+-- The demo of the README's quick start (scripts/demo, `make demo`): it runs
+-- to the end and every step shows what it claims to show.
+local H = require "spec_helper"
+package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
+local F = require "support"
+
+describe("scripts/demo", function()
+  it("runs two agents through messages, tasks, locks, state and hooks", function()
+    local dir = F.tmpdir()
+    local ok = os.execute("cd " .. F.sh(H.repo) .. " && TMPDIR=" .. F.sh(dir) .. " sh scripts/demo >"
+      .. F.sh(dir .. "/out") .. " 2>&1")
+    local out = H.read(dir .. "/out")
+    assert(ok, "demo failed:\n" .. out)
+    for _, want in ipairs({
+      "--- what bob saw:\n",
+      "title: Kickoff\n",
+      "title: Re: Kickoff\n",
+      "agent-chat: TASK_DEPENDENCY_NOT_READY: task grammar depends on unfinished tasks: tokenizer\n",
+      "claimed task tokenizer [in_progress]\n",
+      "agent-chat: PATH_LOCK_CONFLICT: lock request overlaps an active lock\n",
+      "done task tokenizer [done]\n",
+      "claimed task grammar [in_progress]\n",
+      "# State: demo\n",
+      "- `[#0007]` **hand-written lexer** (by `alice`",
+      "**Task tokenizer completed: Write the tokenizer** (verified by `bob`",
+      "[agent-chat] alice has unread peer messages: #demo (4). Run /agent-chat to read/reply.\n",
+      "#10 alice  -> all    lease.claimed grammar\n",
+      "posted #11 as 0011-script-digest.md\n",
+    }) do
+      assert(out:find(want, 1, true), "demo output lacks " .. F.show(want) .. ":\n" .. out)
+    end
+    -- the temporary root is removed
+    local p = io.popen("ls -A " .. F.sh(dir))
+    local left = p:read("a")
+    p:close()
+    assert.are.equal("out\n", left)
+  end)
+end)
