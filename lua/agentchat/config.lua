@@ -89,16 +89,7 @@ end
 
 --- "a, b" lists as the hooks read $AGENT_CHAT_CHANNELS: entries trimmed,
 --- empty ones dropped, order and duplicates kept.
-function M.split_list(value)
-  local out = {}
-  for item in ((value or "") .. ","):gmatch("([^,]*),") do
-    item = sys.strip(item)
-    if item ~= "" then
-      out[#out + 1] = item
-    end
-  end
-  return out
-end
+M.split_list = require("agentchat.pycompat").comma_list
 
 --- The user config's path: $XDG_CONFIG_HOME/agent-chat/config.yaml when
 --- XDG_CONFIG_HOME is absolute (the XDG spec ignores relative ones), else

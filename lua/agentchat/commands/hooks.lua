@@ -18,19 +18,6 @@ local BOUND = { ["session-start"] = 190, prompt = 190, stop = 175 }
 local ELLIPSIS = "\u{2026}"
 local STOP_JSON = { separators = { ",", ":" }, ensure_ascii = true }
 
---- "a, b" env lists: entries trimmed, empty ones dropped, order and
---- duplicates kept.
-local function split_list(value)
-  local out = {}
-  for item in ((value or "") .. ","):gmatch("([^,]*),") do
-    item = sys.strip(item)
-    if item ~= "" then
-      out[#out + 1] = item
-    end
-  end
-  return out
-end
-
 --- The identity, or nil when unset (empty or blank counts as unset).
 function M.identity(env)
   local name = sys.strip(env.AGENT_CHAT_NAME or "")
@@ -42,7 +29,7 @@ end
 --- have no channel are dropped. Returns a list of open channels.
 --- env.channels (a list, from the config) stands for AGENT_CHAT_CHANNELS.
 function M.channels(root, env)
-  local names = env.channels or split_list(env.AGENT_CHAT_CHANNELS)
+  local names = env.channels or require("agentchat.pycompat").comma_list(env.AGENT_CHAT_CHANNELS)
   if #names == 0 then
     names = root:channel_names() or {}
   end

@@ -39,17 +39,7 @@ end
 
 local open_root, open_channel = open.root, open.channel
 
---- Python: [m.strip() for m in s.split(",") if m.strip()]
-local function split_list(s)
-  local out = {}
-  for item in (s .. ","):gmatch("([^,]*),") do
-    local v = sys.strip(item)
-    if v ~= "" then
-      out[#out + 1] = v
-    end
-  end
-  return out
-end
+local split_list = py.comma_list
 
 --- Cut to 37 characters plus "..." when longer than 40 (characters).
 local function cut40(s)

@@ -6,7 +6,6 @@
 local ac = require "agentchat"
 local open = require "agentchat.commands.open"
 local py = require "agentchat.pycompat"
-local sys = require "agentchat.sys"
 
 local M = {}
 
@@ -32,12 +31,8 @@ local function flat_list(values)
   end
   local out = {}
   for _, v in ipairs(values) do
-    for item in (v .. ","):gmatch("([^,]*),") do
-      local s = sys.strip(item)
-      if s ~= "" then
-        out[#out + 1] = s
-      end
-    end
+    local items = py.comma_list(v)
+    table.move(items, 1, #items, #out + 1, out)
   end
   return out
 end
