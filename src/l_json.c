@@ -78,12 +78,20 @@ void ac_lua_push_json(lua_State *L, const json_t *v)
     }
 }
 
-/* Convert the Lua value at idx to a new jansson value (may raise). */
-static json_t *to_json(lua_State *L, int idx, int depth)
+/* Convert the Lua value at idx to a new jansson value, or NULL with *why
+ * set. It never raises: a longjmp out of here would leak the part built. */
+static json_t *to_json(lua_State *L, int idx, int depth, const char **why)
 {
     int t = lua_type(L, idx);
-    if (depth > MAX_DEPTH)
-        luaL_error(L, "json.dumps: nesting deeper than %d", MAX_DEPTH);
+    if (depth > MAX_DEPTH) {
+        *why = "nesting deeper than 1000";      /* MAX_DEPTH */
+        return NULL;
+    }
+    /* Each level keeps a key and a value on the Lua stack. */
+    if (!lua_checkstack(L, 4)) {
+        *why = "out of memory";
+        return NULL;
+    }
     idx = lua_absindex(L, idx);
     switch (t) {
     case LUA_TNIL:
@@ -103,12 +111,13 @@ static json_t *to_json(lua_State *L, int idx, int depth)
         const char *s = lua_tolstring(L, idx, &len);
         json_t *j = json_stringn(s, len);
         if (!j)
-            luaL_error(L, "json.dumps: string is not valid UTF-8");
+            *why = "string is not valid UTF-8";
         return j;
     }
     case LUA_TTABLE: {
         int is_array = 0;
         lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+        json_t *out, *item;
         if (lua_getmetatable(L, idx)) {
             luaL_getmetatable(L, ARRAY_MT);
             is_array = lua_rawequal(L, -1, -2);
@@ -125,32 +134,47 @@ static json_t *to_json(lua_State *L, int idx, int depth)
             is_array = count == n;
         }
         if (is_array) {
-            json_t *arr = json_array();
             lua_Integer i;
-            for (i = 1; i <= n; i++) {
+            out = json_array();
+            for (i = 1; out && i <= n; i++) {
                 lua_rawgeti(L, idx, i);
-                json_array_append_new(arr, to_json(L, -1, depth + 1));
+                item = to_json(L, -1, depth + 1, why);
                 lua_pop(L, 1);
-            }
-            return arr;
-        } else {
-            json_t *obj = json_object();
-            lua_pushnil(L);
-            while (lua_next(L, idx)) {
-                if (lua_type(L, -2) != LUA_TSTRING) {
-                    json_decref(obj);
-                    luaL_error(L, "json.dumps: object keys must be strings");
+                if (!item || json_array_append_new(out, item) == -1) {
+                    json_decref(out);
+                    return NULL;
                 }
-                json_object_set_new(obj, lua_tostring(L, -2), to_json(L, -1, depth + 1));
-                lua_pop(L, 1);
             }
-            return obj;
+            return out;
         }
+        out = json_object();
+        lua_pushnil(L);
+        while (out && lua_next(L, idx)) {
+            if (lua_type(L, -2) != LUA_TSTRING) {
+                *why = "object keys must be strings";
+                item = NULL;
+            } else {
+                item = to_json(L, -1, depth + 1, why);
+            }
+            if (!item || json_object_set_new(out, lua_tostring(L, -2), item) == -1) {
+                lua_pop(L, 2);
+                json_decref(out);
+                return NULL;
+            }
+            lua_pop(L, 1);
+        }
+        return out;
     }
+    case LUA_TFUNCTION:
+        *why = "cannot encode a function";
+        return NULL;
+    case LUA_TTHREAD:
+        *why = "cannot encode a thread";
+        return NULL;
     default:
         break;
     }
-    luaL_error(L, "json.dumps: cannot encode a %s", luaL_typename(L, idx));
+    *why = "cannot encode a userdata";
     return NULL;
 }
 
@@ -170,6 +194,7 @@ static int l_loads(lua_State *L)
 static int l_dumps(lua_State *L)
 {
     struct ac_json_style st = { -1, 1, 0, ", ", ": " };
+    const char *why;
     json_t *v;
     char *out;
     size_t len;
@@ -195,7 +220,10 @@ static int l_dumps(lua_State *L)
         lua_settop(L, 2);
     }
     lua_pushvalue(L, 1);
-    v = to_json(L, -1, 0);      /* may raise */
+    why = NULL;
+    v = to_json(L, -1, 0, &why);
+    if (!v)
+        return luaL_error(L, "json.dumps: %s", why ? why : "out of memory");
     out = ac_json_dump(v, &st, &len);
     json_decref(v);
     if (!out)
