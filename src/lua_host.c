@@ -96,11 +96,15 @@ static int load_embedded(lua_State *L)
     return 1;
 }
 
-static void register_modules(lua_State *L)
+/* The standard libraries plus every agentchat module in package.preload
+ * (declared in lua_host.h; also used by the fuzz harnesses in tests/fuzz/,
+ * which need the CLI's modules without running the CLI). */
+void ac_lua_openlibs(lua_State *L)
 {
     const char *dev = getenv("AGENT_CHAT_LUA_PATH");
     int i;
 
+    luaL_openlibs(L);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     lua_pushcfunction(L, luaopen_agentchat_store);
     lua_setfield(L, -2, "agentchat.store");
@@ -143,8 +147,7 @@ static int pmain(lua_State *L)
     int i;
 
     luaL_checkversion(L);
-    luaL_openlibs(L);
-    register_modules(L);
+    ac_lua_openlibs(L);
     lua_getglobal(L, "require");
     lua_pushliteral(L, "agentchat.cli");
     lua_call(L, 1, 1);

@@ -14,6 +14,12 @@
 /* Run the program: returns the process exit status. */
 int ac_lua_main(int argc, char **argv);
 
+/* Open the standard libraries and register the agentchat modules in
+ * package.preload (from $AGENT_CHAT_LUA_PATH when set, else the embedded
+ * bytecode). ac_lua_main does this; other hosts of the same modules (the
+ * fuzz harnesses) call it on a state of their own. May raise. */
+void ac_lua_openlibs(lua_State *L);
+
 /* lua_pcall with the traceback message handler. */
 int ac_lua_pcall(lua_State *L, int nargs, int nres);
 
