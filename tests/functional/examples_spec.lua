@@ -111,9 +111,12 @@ describe("examples/watch-dispatcher.lua", function()
     F.sleep(0.3)
     assert.same({ a = "-", b = "-", c = "-", d = "zed", e = "-" }, owners(ch))
     status(ch, "erin", "idle")
+    -- The owner is set before the notice is posted and logged: wait for
+    -- the log line, the last step, before interrupting.
     assert.truthy(W.eventually(function()
-      return owners(ch).a == "erin"
+      return job:stderr():find("assigned a to erin\n", 1, true)
     end), "erin got no task")
+    assert.equal("erin", owners(ch).a)
     job:signal("INT")
     local r = job:finish()
     assert.equal(130, r.code, F.show(r.stderr))
@@ -192,9 +195,11 @@ describe("examples/watch-lease-watchdog.lua", function()
                                 "--interval", "0.2" })
     F.sleep(0.3)
     assert(ch:claim("t1", { as = "bob", lease = 0.3 }))
+    -- The notice is the sweep's last step: wait for it, not for the task.
     assert.truthy(W.eventually(function()
-      return assert(ch:task("t1")).status == "open"
+      return #messages(ch, 0, "watchdog") >= 3
     end), "the expired lease was not recovered")
+    assert.equal("open", assert(ch:task("t1")).status)
     job:signal("TERM")
     local r = job:finish()
     assert.equal(143, r.code, F.show(r.stderr))

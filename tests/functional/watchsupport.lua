@@ -18,6 +18,7 @@
 --   W.spawn(root, argv)        start `agent-chat --root root watch argv...`
 --                              in the background -> job with job.pid,
 --                              job:signal("INT"|"TERM"|"KILL"),
+--                              job:stderr() (what it printed so far),
 --                              job:finish(timeout) -> {code, stdout, stderr}
 --                              (SIGKILL at the timeout)
 local F = require "support"
@@ -105,6 +106,9 @@ W=$1; shift
   local job = { pid = pid, dir = dir }
   function job.signal(_, sig)
     os.execute("kill -" .. sig .. " " .. pid .. " 2>/dev/null")
+  end
+  function job.stderr()
+    return F.read(dir .. "/err") or ""
   end
   function job.finish(_, timeout)
     local function rc_file()
