@@ -7,10 +7,12 @@
  *   st:create(name, meta_json)            -- true
  *   local ch = st:channel(name)           -- userdata "agentchat.channel"
  *   ch:post{from=, to=, title=, status=, body=, reply_to=,
- *           extra = {{key, value}, ...}}  -- seq, file name (and a warning
+ *           extra = {{key, value}, ...}, ts=}  -- seq, file name (and a warning
  *                                         when the message is visible but
  *                                         its fsync failed); extra: more
- *                                         frontmatter after title, in order
+ *                                         frontmatter after title, in order;
+ *                                         ts: the time to write instead of
+ *                                         now (checked by the caller)
  *   ch:fetch{as=, after=, all=, stamp=}   -- inbox table (see push_inbox)
  *   ch:last(n)                            -- inbox table of the last n
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
@@ -474,6 +476,7 @@ static int chan_post(lua_State *L)
     req.status = opt_field_string(L, 2, "status", "discussion");
     req.body = field_string_len(L, 2, "body", &req.body_len);
     req.reply_to = reply_text(L, 2, reply);
+    req.ts = opt_field_string(L, 2, "ts", NULL);
     nextra = extra_fields(L, 2, &extra);       /* may raise */
     if (nextra == -1)
         return 4;                               /* nil, message, code, exit */

@@ -22,6 +22,7 @@
  *   sys.iso_epoch(s)                -- seconds since 1970 (float) | nil: not ISO
  *   sys.time()                      -- wall clock, seconds since 1970 (float)
  *   sys.uuid4()                     -- 32 lower-case hex digits | nil, message, "IO_ERROR"
+ *   sys.sha256(s)                   -- 64 lower-case hex digits (import keys)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@
 #include "agentchat/json.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/pystr.h"
+#include "agentchat/sha256.h"
 #include "agentchat/slug.h"
 #include "agentchat/utf8.h"
 
@@ -260,6 +262,18 @@ static int l_uuid4(lua_State *L)
     return 1;
 }
 
+/* sys.sha256(s): the hex digest of s (stable content keys: the import
+ * keys of docs/import.md). */
+static int l_sha256(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    char hex[AC_SHA256_HEX + 1];
+    ac_sha256_hex(s, len, hex);
+    lua_pushstring(L, hex);
+    return 1;
+}
+
 static int l_getpid(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)getpid());
@@ -284,6 +298,7 @@ static const luaL_Reg funcs[] = {
     { "iso_epoch", l_iso_epoch },
     { "time", l_time },
     { "uuid4", l_uuid4 },
+    { "sha256", l_sha256 },
     { "home", l_home },
     { NULL, NULL }
 };

@@ -383,7 +383,7 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     f.to = req->to;
     f.reply_to = req->reply_to;
     f.channel = base->name;
-    f.ts = ts;
+    f.ts = req->ts ? req->ts : ts;
     f.status = req->status;
     f.title = req->title;
     f.body = req->body;

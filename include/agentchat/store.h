@@ -44,6 +44,9 @@ struct ac_post_req {
                                          MESSAGE_INVALID_FIELD, exit 1, before
                                          allocating a seq */
     size_t nextra;
+    const char *ts;           /* the ts line's value, or NULL for now (the
+                                 importers keep an original time; the
+                                 caller checks it, docs/import.md) */
 };
 
 struct ac_post_result {

@@ -355,9 +355,22 @@ local function batch_of(inbox, agent, before)
   }
 end
 
+-- An explicit `ts` (imports keep the original time, docs/import.md): an
+-- ISO-8601 time with a UTC offset, on one line, as readers parse it back.
+local function check_ts(ts)
+  if type(ts) ~= "string" then
+    error("post: ts must be a string", 3)
+  end
+  if ts:find("%c") or sys.strip(ts) ~= ts or sys.iso_has_offset(ts) ~= true then
+    return fail("MESSAGE_INVALID_FIELD", "ts must be an ISO-8601 time with a UTC offset: " .. py.repr_str(ts))
+  end
+  return true
+end
+
 --- Post a message. t = {from, title, body, to="all", reply=0, status="discussion",
---- type=, request_id=, role=, fields={key=value}} (the last four are extra
---- frontmatter after title, docs/protocols.md). Returns {seq, file, channel}.
+--- type=, request_id=, role=, fields={key=value}, ts=} (type, request_id, role and
+--- fields are extra frontmatter after title, docs/protocols.md; ts replaces the
+--- current time, docs/import.md). Returns {seq, file, channel}.
 function Channel:post(t)
   if type(t) ~= "table" then
     error("post expects a table", 2)
@@ -384,6 +397,12 @@ function Channel:post(t)
   if to == nil or to == "" then
     to = "all"
   end
+  if t.ts ~= nil then
+    local ok, msg, code, exit = check_ts(t.ts)
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
   local extra
   if t.type ~= nil or t.request_id ~= nil or t.role ~= nil or t.fields ~= nil then
     local msg, code, exit
@@ -394,7 +413,7 @@ function Channel:post(t)
   end
   local seq, file, code, exit = self._h:post{
     from = t.from, to = to, title = t.title, status = t.status or "discussion",
-    body = t.body, reply_to = reply, extra = extra,
+    body = t.body, reply_to = reply, extra = extra, ts = t.ts,
   }
   if not seq then
     return nil, file, code, exit
