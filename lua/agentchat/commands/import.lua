@@ -1,0 +1,102 @@
+-- agentchat.commands.import: `import team DIR --into CH` and `import bus DIR
+-- --into CH` (docs/import.md).
+--
+-- The folder is read and checked completely before anything is written:
+-- a missing, unreadable or malformed file (or, with --strict, a malformed
+-- line) fails with nothing created or posted. Only then is the channel
+-- created if it is missing (members and topic from the team roster) and
+-- the new messages posted. Warnings go to stderr, one per skipped line;
+-- the summary line to stdout. Exit 0 even when lines were skipped (the
+-- warnings and the summary say so); 1 for every failure.
+local ac = require "agentchat"
+local importer = require "agentchat.importer"
+local open = require "agentchat.commands.open"
+
+local M = {}
+
+-- The channel to import into, created (with the plan's members and topic)
+-- when it does not exist yet and this is not a dry run; nil for a dry run
+-- into a missing channel.
+local function target(root, args, plan, ctx)
+  local ch, msg, code, exit = root:channel(args.into)
+  if ch or code ~= "CHANNEL_NOT_FOUND" then
+    return ch, msg, code, exit
+  end
+  if args.dry_run then
+    return false
+  end
+  ch, msg, code, exit = root:init(args.into, plan.init)
+  if ch then
+    local members = plan.init.members
+    ctx.out(string.format("created channel '%s' at %s  members=%s\n", args.into,
+      ac.join_path(root.path, args.into), #members > 0 and table.concat(members, ", ") or "(open)"))
+  end
+  return ch, msg, code, exit
+end
+
+local function run(kind, args, ctx)
+  local root, rc = open.root(args, ctx)
+  if not root then
+    return rc
+  end
+  local plan, msg, code, exit = importer.load(kind, args.dir)
+  if not plan then
+    return ctx.fail(msg, code, exit)
+  end
+  for _, w in ipairs(plan.warnings) do
+    ctx.err("agent-chat: warning: " .. importer.where(w) .. "\n")
+  end
+  if args.strict then
+    local ok
+    ok, msg, code, exit = importer.strict_check(plan)
+    if not ok then
+      return ctx.fail(msg, code, exit)
+    end
+  end
+  local ch
+  ch, msg, code, exit = target(root, args, plan, ctx)
+  if ch == nil then
+    return ctx.fail(msg, code, exit)
+  end
+  local report
+  if ch then
+    report, msg, code, exit = importer.apply(ch, plan, { dry_run = args.dry_run })
+    ch:close()
+    if not report then
+      return ctx.fail(msg, code, exit)
+    end
+  else
+    report = { imported = #plan.records, present = 0, skipped = plan.skipped, dry_run = true }
+  end
+  ctx.out(importer.summary(report) .. "\n")
+  return 0
+end
+
+local function options(p, what)
+  p:positional{ "dir", metavar = "DIR", help = what }
+  p:option{ "--into", required = true, metavar = "CH", help = "channel to import into (created if missing)" }
+  p:option{ "--dry-run", action = "store_true", help = "read and check the folder, say what would be imported, write nothing" }
+  p:option{ "--strict", action = "store_true", help = "import nothing when a line is malformed (exit 1)" }
+end
+
+function M.register(sub)
+  sub:parser("import", {
+    description = "Import another tool's mailbox folder into a channel, idempotently (docs/import.md).",
+    build = function(ip)
+      local is = ip:subparsers{ dest = "import_command", metavar = "FORMAT", required = true }
+      is:parser("team", { help = "a team mailbox folder: config.json and inbox/<name>.jsonl", build = function(p)
+        options(p, "the team folder")
+        p:set_defaults{ handler = function(args, ctx)
+          return run("team", args, ctx)
+        end }
+      end })
+      is:parser("bus", { help = "a receipt-bus folder: ledger.jsonl and inbox/<agent>.jsonl", build = function(p)
+        options(p, "the bus folder")
+        p:set_defaults{ handler = function(args, ctx)
+          return run("bus", args, ctx)
+        end }
+      end })
+    end })
+end
+
+return M

@@ -1,0 +1,370 @@
+-- agentchat.importer: what the mailbox importers share (docs/import.md).
+--
+--   local plan, msg, code, exit = importer.load("team"|"bus", dir)
+--       -- read and check the whole folder; nothing is written. A plan is
+--       -- {kind, dir, records, warnings, skipped, init = {members, topic}}
+--   local report, msg, code, exit = importer.apply(ch, plan, {dry_run=, strict=})
+--       -- post the records the channel does not have yet, in time order
+--
+-- The two steps are separate so that every problem with the folder (a
+-- missing or unreadable file, a bad roster) is found before the channel is
+-- created or a message posted: an import is all or nothing up to the
+-- posting itself, and a re-run finishes an interrupted one, because every
+-- imported message carries its import key (frontmatter `import_id`) and a
+-- message whose key the channel already has is never posted again.
+--
+-- A format module (agentchat.importers.<kind>) turns the folder into
+-- records: {key, order, ts_us, from, to, title, body, status, type,
+-- request_id, role, reply_for, fields = {k=v}, acks = {{agent, at_us}}}.
+-- Malformed lines become warnings {file, line, message} and are skipped.
+local errors = require "agentchat.errors"
+local folder = require "agentchat.folder"
+local json = require "agentchat.json"
+local py = require "agentchat.pycompat"
+local sys = require "agentchat.sys"
+
+local M = {}
+
+local fail = errors.fail
+
+M.LINE_MAX = 1 << 20        -- bytes of one JSONL line
+M.FILE_MAX = 64 << 20       -- bytes of one file
+M.TITLE_MAX = 72            -- characters of a title made from a body
+M.KINDS = { team = true, bus = true }
+
+local ELOOP = 40
+
+-- ------------------------------------------------------------ the folder
+
+--- Check that dir is a folder; returns true or the IMPORT_INVALID_FOLDER
+--- failure.
+function M.check_dir(dir)
+  if type(dir) ~= "string" then
+    error("import expects a folder path (a string)", 3)
+  end
+  local ok, msg = folder.check(dir)
+  if not ok then
+    return fail("IMPORT_INVALID_FOLDER", "cannot open folder " .. py.repr_str(dir) .. ": " .. msg)
+  end
+  return true
+end
+
+--- The entries of dir (or of its sub-folder `sub`), by name: {name = kind}
+--- and the sorted list of names.
+function M.entries(dir, sub)
+  local list, msg = folder.list(dir, sub)
+  if not list then
+    return fail("IMPORT_UNREADABLE", "cannot list " .. py.repr_str(sub or dir) .. ": " .. msg)
+  end
+  local kinds, names = {}, {}
+  for _, e in ipairs(list) do
+    kinds[e.name] = e.kind
+    names[#names + 1] = e.name
+  end
+  table.sort(names)
+  return kinds, names
+end
+
+--- The bytes of dir/rel (rel below dir, never through a symlink).
+function M.read(dir, rel)
+  local data, msg, errno = folder.read(dir, rel, M.FILE_MAX)
+  if not data then
+    if errno == ELOOP then
+      msg = "it is a symlink (symlinks are not followed)"
+    end
+    return fail("IMPORT_UNREADABLE", "cannot read " .. rel .. ": " .. msg)
+  end
+  return data
+end
+
+--- Refuse a folder entry that is there but is not what it should be (a
+--- symlink, a directory for a file): reading around it would lose it.
+--- `shown` is its path in messages (default: name).
+function M.expect(kinds, name, want, shown)
+  local kind = kinds[name]
+  shown = shown or name
+  if kind == nil or kind == want then
+    return true
+  end
+  if kind == "symlink" then
+    return fail("IMPORT_UNREADABLE", "cannot read " .. shown .. ": it is a symlink (symlinks are not followed)")
+  end
+  return fail("IMPORT_UNREADABLE", "cannot read " .. shown .. ": not a " .. (want == "dir" and "folder" or "regular file"))
+end
+
+-- ------------------------------------------------------------ lines
+
+--- A new plan for `kind` read from dir.
+function M.new_plan(kind, dir)
+  return { kind = kind, dir = dir, records = {}, warnings = {}, skipped = 0, order = 0 }
+end
+
+--- Record a skipped line.
+function M.warn(plan, file, line, message)
+  plan.warnings[#plan.warnings + 1] = { file = file, line = line, message = message }
+  plan.skipped = plan.skipped + 1
+end
+
+--- Call fn(object, lineno) for each JSON object line of `text` (the file
+--- `file`); blank lines are ignored, every other line that is not a JSON
+--- object becomes a warning.
+function M.each_line(plan, file, text, fn)
+  local n = 0
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    if #line > M.LINE_MAX then
+      M.warn(plan, file, n, "line longer than " .. M.LINE_MAX .. " bytes")
+    elseif not sys.utf8_valid(line) then
+      M.warn(plan, file, n, "not valid UTF-8")
+    elseif sys.strip(line) ~= "" then
+      local obj, msg = json.loads(line)
+      if obj == nil then
+        M.warn(plan, file, n, "not valid JSON: " .. msg)
+      elseif type(obj) ~= "table" or json.is_array(obj) then
+        M.warn(plan, file, n, "not a JSON object")
+      else
+        fn(obj, n)
+      end
+    end
+  end
+end
+
+--- A JSON value with null read as absent.
+function M.value(obj, key)
+  local v = obj[key]
+  if v == json.null then
+    return nil
+  end
+  return v
+end
+
+--- A required non-empty string field: the value, or nil and the problem.
+function M.need_string(obj, key)
+  local v = M.value(obj, key)
+  if v == nil then
+    return nil, "missing field '" .. key .. "'"
+  elseif type(v) ~= "string" then
+    return nil, "field '" .. key .. "' must be a string"
+  elseif v:find("\0", 1, true) then
+    return nil, "field '" .. key .. "' contains a NUL character"
+  elseif sys.strip(v) == "" then
+    return nil, "field '" .. key .. "' is empty"
+  end
+  return v
+end
+
+--- An optional string field (any text but NUL): the value or nil, or
+--- false and the problem.
+function M.opt_string(obj, key)
+  local v = M.value(obj, key)
+  if v == nil then
+    return nil
+  elseif type(v) ~= "string" then
+    return false, "field '" .. key .. "' must be a string"
+  elseif v:find("\0", 1, true) then
+    return false, "field '" .. key .. "' contains a NUL character"
+  end
+  return v
+end
+
+--- An id field (string, or an integer written in decimal).
+function M.opt_id(obj, key)
+  local v = M.value(obj, key)
+  if math.type(v) == "integer" then
+    return tostring(v)
+  elseif v ~= nil and type(v) ~= "string" then
+    return false, "field '" .. key .. "' must be a string"
+  end
+  return v
+end
+
+-- ------------------------------------------------------------ time
+
+--- A timestamp field: an ISO-8601 text (Python's fromisoformat; no offset
+--- means UTC) or a number of seconds since 1970 (milliseconds above 1e11,
+--- as JavaScript's Date.now() writes them). Returns microseconds since
+--- 1970, or nil and the problem.
+function M.time(obj, key, optional)
+  local v = M.value(obj, key)
+  if v == nil then
+    if optional then
+      return false
+    end
+    return nil, "missing field '" .. key .. "'"
+  end
+  local secs
+  if type(v) == "string" then
+    secs = sys.iso_epoch(v)
+    if not secs then
+      return nil, "field '" .. key .. "' is not an ISO-8601 time: " .. py.repr_str(v)
+    end
+  elseif type(v) == "number" and v == v and v > -1e15 and v < 1e15 then
+    secs = v >= 1e11 and v / 1000 or v
+  else
+    return nil, "field '" .. key .. "' must be an ISO-8601 text or a number of seconds"
+  end
+  local us = math.floor(secs * 1e6 + 0.5)
+  -- Years 1..9999 only: what an ISO-8601 ts line can say.
+  if us < -62135596800000000 or us > 253402300799000000 then
+    return nil, "field '" .. key .. "' is out of range"
+  end
+  return us
+end
+
+--- The ts line of an instant: local time with its UTC offset, second
+--- precision, as every other message (SPEC.md 3.3).
+function M.format_ts(us)
+  local secs = us // 1000000
+  local z = os.date("%z", secs)
+  return os.date("%Y-%m-%dT%H:%M:%S", secs) .. z:sub(1, 3) .. ":" .. z:sub(4, 5)
+end
+
+-- ------------------------------------------------------------ text
+
+--- A title made from a body: its first non-blank line, cut to TITLE_MAX
+--- characters ("..." marks a cut).
+function M.title_of(text)
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    line = sys.strip(line)
+    if line ~= "" then
+      if utf8.len(line) > M.TITLE_MAX then
+        line = line:sub(1, utf8.offset(line, M.TITLE_MAX - 2) - 1) .. "..."
+      end
+      return line
+    end
+  end
+  return ""
+end
+
+--- Add a record to the plan (its order is the order it was read in).
+function M.add(plan, rec)
+  plan.order = plan.order + 1
+  rec.order = plan.order
+  rec.fields = rec.fields or {}
+  rec.fields.import_id = rec.key
+  rec.acks = rec.acks or {}
+  plan.records[#plan.records + 1] = rec
+  return rec
+end
+
+-- ------------------------------------------------------------ load / apply
+
+--- Read the folder of `kind` ("team" or "bus").
+function M.load(kind, dir)
+  if not M.KINDS[kind] then
+    error("unknown import kind: " .. tostring(kind), 2)
+  end
+  local ok, msg, code, exit = M.check_dir(dir)
+  if not ok then
+    return nil, msg, code, exit
+  end
+  return require("agentchat.importers." .. kind).load(dir)
+end
+
+-- What the channel already has: import keys and request seqs.
+local function existing(ch)
+  local batch, msg, code, exit = ch:peek(math.maxinteger)
+  if not batch then
+    return nil, msg, code, exit
+  end
+  local keys, requests = {}, {}
+  for _, m in ipairs(batch.messages) do
+    local f = m.fields
+    if f.import_id then
+      keys[f.import_id] = keys[f.import_id] or m.seq
+    end
+    if f.request_id and type(f.type) == "string" and f.type:match("_request$") then
+      requests[f.request_id] = requests[f.request_id] or m.seq
+    end
+  end
+  return keys, requests
+end
+
+local function post(ch, rec, requests)
+  local reply = rec.reply_for and requests[rec.reply_for] or 0
+  return ch:post{
+    from = rec.from, to = rec.to, title = rec.title, body = rec.body,
+    status = rec.status or "discussion", reply = reply, ts = M.format_ts(rec.ts_us),
+    type = rec.type, request_id = rec.request_id, role = rec.role, fields = rec.fields,
+  }
+end
+
+--- The failure of a strict import of the plan (IMPORT_MALFORMED_LINES
+--- when lines were skipped), or true.
+function M.strict_check(plan)
+  if plan.skipped > 0 then
+    return fail("IMPORT_MALFORMED_LINES", plan.skipped .. " malformed line" .. (plan.skipped == 1 and "" or "s")
+      .. " in " .. py.repr_str(plan.dir) .. " (strict: nothing imported)")
+  end
+  return true
+end
+
+--- Post the plan's records that ch lacks, in time order (stable for equal
+--- times). opts.dry_run: count only. opts.strict: refuse a plan with
+--- skipped lines (IMPORT_MALFORMED_LINES). Returns the report {imported,
+--- present, skipped, warnings, seqs, dry_run}; a failure while posting
+--- names how far it got (a re-run finishes the import).
+function M.apply(ch, plan, opts)
+  opts = opts or {}
+  if opts.strict then
+    local ok, msg, code, exit = M.strict_check(plan)
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
+  local keys, requests, code, exit = existing(ch)
+  if not keys then
+    return nil, requests, code, exit
+  end
+  local recs = {}
+  for i, r in ipairs(plan.records) do
+    recs[i] = r
+  end
+  table.sort(recs, function(a, b)
+    if a.ts_us ~= b.ts_us then
+      return a.ts_us < b.ts_us
+    end
+    return a.order < b.order
+  end)
+  local report = { imported = 0, present = 0, skipped = plan.skipped, warnings = plan.warnings,
+                   seqs = {}, dry_run = opts.dry_run and true or false }
+  for _, rec in ipairs(recs) do
+    if keys[rec.key] then
+      report.present = report.present + 1
+      rec.seq = keys[rec.key]
+    elseif opts.dry_run then
+      report.imported = report.imported + 1
+    else
+      if sys.interrupted() then
+        return fail("INTERRUPTED", "cancelled by user")
+      end
+      local res, msg
+      res, msg, code, exit = post(ch, rec, requests)
+      if not res then
+        return nil, msg .. " (after importing " .. report.imported .. " of " .. #recs
+          .. " messages; run the import again to finish)", code, exit
+      end
+      rec.seq = res.seq
+      keys[rec.key] = res.seq
+      report.imported = report.imported + 1
+      report.seqs[#report.seqs + 1] = res.seq
+      if rec.request_id and type(rec.type) == "string" and rec.type:match("_request$") then
+        requests[rec.request_id] = requests[rec.request_id] or res.seq
+      end
+    end
+  end
+  return report
+end
+
+--- "file:line: message" of a warning.
+function M.where(w)
+  return w.file .. ":" .. w.line .. ": " .. w.message
+end
+
+--- The summary line of a report.
+function M.summary(report)
+  return string.format("%s %d messages (%d already present, %d lines skipped)",
+    report.dry_run and "would import" or "imported", report.imported, report.present, report.skipped)
+end
+
+return M

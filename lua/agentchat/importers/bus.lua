@@ -1,0 +1,182 @@
+-- agentchat.importers.bus: a receipt-bus folder (docs/import.md).
+--
+--   DIR/ledger.jsonl         every message the bus carried
+--   DIR/inbox/<agent>.jsonl  the messages <agent> received (with its own
+--                            status and ack time)
+--
+-- Lines are {id, ts, from, to, role, message, status, ack_at}. The ledger
+-- and the inboxes overlap: a message is imported once, by its id (import
+-- key "bus:<id>"); a copy of an id whose content differs (sender,
+-- recipient, text, time or role) is a warning and skipped, never merged.
+-- Ack state (status "acked" or an ack_at) is collected per agent: the
+-- inbox's owner for an inbox line, the one addressee for a ledger line (a
+-- ledger line to "all" does not say who acked).
+local importer = require "agentchat.importer"
+local protocols = require "agentchat.protocols"
+local py = require "agentchat.pycompat"
+
+local B = {}
+
+local fail = require("agentchat.errors").fail
+
+B.STATUSES = { queued = true, delivered = true, read = true, acked = true }
+
+-- One line: the record, or nil and the problem. owner: the inbox's agent
+-- (nil for the ledger).
+local function record(obj, owner)
+  local id, problem = importer.opt_id(obj, "id")
+  if id == nil then
+    return nil, "missing field 'id'"
+  elseif id == false then
+    return nil, problem
+  end
+  local ok, msg = protocols.check_request_id(id)
+  if not ok then
+    return nil, (msg:gsub("^request id", "id"))
+  end
+  local ts_us
+  ts_us, problem = importer.time(obj, "ts")
+  if not ts_us then
+    return nil, problem
+  end
+  local from, to, text
+  from, problem = importer.need_string(obj, "from")
+  if not from then
+    return nil, problem
+  end
+  to, problem = importer.need_string(obj, "to")
+  if not to then
+    return nil, problem
+  end
+  text, problem = importer.opt_string(obj, "message")
+  if text == nil then
+    return nil, "missing field 'message'"
+  elseif text == false then
+    return nil, problem
+  end
+  local role = importer.value(obj, "role")
+  if role ~= nil then
+    ok, msg = protocols.check_role(role)
+    if not ok then
+      return nil, msg
+    end
+  end
+  local status = importer.value(obj, "status")
+  if status ~= nil and not B.STATUSES[status] then
+    return nil, "field 'status' must be queued, delivered, read or acked"
+  end
+  local ack_us
+  ack_us, problem = importer.time(obj, "ack_at", true)
+  if ack_us == nil then
+    return nil, problem
+  end
+  local title = importer.title_of(text)
+  local rec = {
+    key = "bus:" .. id, id = id, ts_us = ts_us, from = from, to = to,
+    title = title ~= "" and title or ("bus message " .. id), body = text, status = "discussion",
+    role = role, fields = { bus_id = id }, acks = {},
+  }
+  local acker = owner
+  if not owner and to ~= "all" and not to:find(",", 1, true) then
+    acker = to
+  end
+  if acker and (status == "acked" or ack_us) then
+    rec.acks[1] = { agent = acker, at_us = ack_us or nil }
+  end
+  return rec
+end
+
+-- Do two copies of an id say the same message?
+local function same(a, b)
+  return a.ts_us == b.ts_us and a.from == b.from and a.to == b.to and a.body == b.body and a.role == b.role
+end
+
+-- Merge the acks of a copy into the first one (one per agent; a known
+-- time beats none).
+local function merge_acks(into, acks)
+  for _, a in ipairs(acks) do
+    local found
+    for _, b in ipairs(into.acks) do
+      if b.agent == a.agent then
+        found = b
+      end
+    end
+    if not found then
+      into.acks[#into.acks + 1] = a
+    elseif not found.at_us then
+      found.at_us = a.at_us
+    end
+  end
+end
+
+--- Read a bus folder into a plan (importer.load).
+function B.load(dir)
+  local kinds, names = importer.entries(dir)
+  if not kinds then
+    return nil, names
+  end
+  if kinds["ledger.jsonl"] == nil and kinds.inbox == nil then
+    return fail("IMPORT_INVALID_FOLDER", "no ledger.jsonl or inbox/ in " .. py.repr_str(dir)
+      .. " (not a bus folder)")
+  end
+  local ok, msg, code, exit = importer.expect(kinds, "ledger.jsonl", "file")
+  if not ok then
+    return nil, msg, code, exit
+  end
+  ok, msg, code, exit = importer.expect(kinds, "inbox", "dir")
+  if not ok then
+    return nil, msg, code, exit
+  end
+  local sources = {}
+  if kinds["ledger.jsonl"] then
+    sources[1] = { file = "ledger.jsonl" }
+  end
+  if kinds.inbox then
+    kinds, names = importer.entries(dir, "inbox")
+    if not kinds then
+      return nil, names
+    end
+    for _, name in ipairs(names) do
+      local owner = name:match("^(.+)%.jsonl$")
+      if owner and name:sub(1, 1) ~= "." then
+        ok, msg, code, exit = importer.expect(kinds, name, "file", "inbox/" .. name)
+        if not ok then
+          return nil, msg, code, exit
+        end
+        sources[#sources + 1] = { file = "inbox/" .. name, owner = owner }
+      end
+    end
+  end
+
+  local plan = importer.new_plan("bus", dir)
+  plan.init = { members = {}, topic = "" }
+  local by_id = {}
+  for _, src in ipairs(sources) do
+    local text
+    text, msg, code, exit = importer.read(dir, src.file)
+    if not text then
+      return nil, msg, code, exit
+    end
+    importer.each_line(plan, src.file, text, function(obj, n)
+      local rec, problem = record(obj, src.owner)
+      if not rec then
+        importer.warn(plan, src.file, n, problem)
+        return
+      end
+      local first = by_id[rec.id]
+      if not first then
+        rec.where = src.file .. ":" .. n
+        by_id[rec.id] = rec
+        importer.add(plan, rec)
+      elseif same(first, rec) then
+        merge_acks(first, rec.acks)
+      else
+        importer.warn(plan, src.file, n, "id " .. py.repr_str(rec.id) .. " differs from its copy at "
+          .. first.where)
+      end
+    end)
+  end
+  return plan
+end
+
+return B
