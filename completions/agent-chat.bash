@@ -5,14 +5,15 @@
 # bash-completion package loads it on first use; without that package,
 # `source` this file from ~/.bashrc. It needs nothing but bash itself.
 #
-# Completes commands, the subcommands of `task` and `event`, the hook kinds,
+# Completes commands, the subcommands of `task`, `event` and `import`, the hook kinds,
 # the options of every command, channel names (directories with a
 # _meta.json under --root, else $AGENT_CHAT_ROOT, else the user config's
 # root, else ~/agent-chat), task
 # ids, lock ids and legacy markers of the channel on the line, agent names
 # (the channel's members and cursor owners), the choices of --type,
 # --status, --resolve-publication and --primitives, and file names for
-# --body-file, --script, --template, --history, --root and `run SCRIPT`.
+# --body-file, --script, --template, --history, --root and `run SCRIPT`,
+# and folder names for `import team|bus DIR`.
 #
 # The option table below is static (no process is spawned on TAB);
 # tests/functional/install_spec.lua compares it with `agent-chat CMD -h`
@@ -22,9 +23,10 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event run watch repl hook config"
+_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event import run watch repl hook config"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
+_agent_chat_import_commands="team bus"
 _agent_chat_hook_kinds="session-start prompt stop"
 _agent_chat_primitives="messages cursors wait tasks dependencies leases path_locks state_summary"
 
@@ -34,7 +36,7 @@ _agent_chat_primitives="messages cursors wait tasks dependencies leases path_loc
 #   _agent_chat_flags   options that take none
 #   _agent_chat_pos     what each positional argument is, in order; a
 #                       trailing "+" repeats the last one: channel, task,
-#                       marker, lock, path, file, hook, none
+#                       marker, lock, path, file, dir, hook, none
 # and returns 1 for an unknown PATH.
 _agent_chat_spec()
 {
@@ -71,7 +73,7 @@ _agent_chat_spec()
         compact)
             _agent_chat_valued="$state"; _agent_chat_flags+=" --no-audit --json --strict"
             _agent_chat_pos="channel" ;;
-        task | event) ;;
+        task | event | import) ;;
         "task create")
             _agent_chat_valued="--from --created-by --title --owner $lists"
             _agent_chat_pos="channel none" ;;
@@ -93,6 +95,9 @@ _agent_chat_spec()
             _agent_chat_valued="--from --type --harness --status --detail --primitives"
             _agent_chat_pos="channel" ;;
         "event read") _agent_chat_valued="--type"; _agent_chat_pos="channel" ;;
+        "import team" | "import bus")
+            _agent_chat_valued="--into"; _agent_chat_flags+=" --dry-run --strict"
+            _agent_chat_pos="dir" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
             _agent_chat_valued="--as --script --interval --retries --backoff --arg"
@@ -217,6 +222,17 @@ _agent_chat_default_root()
     printf '%s\n' "$HOME/agent-chat"
 }
 
+# The channels under $root.
+_agent_chat_channels()
+{
+    local d IFS=$'\n'
+    for d in "$root"/*/_meta.json; do
+        [[ -f $d ]] || continue
+        d=${d%/_meta.json}
+        _agent_chat_add "${d##*/}"
+    done
+}
+
 _agent_chat()
 {
     COMPREPLY=()
@@ -261,7 +277,7 @@ _agent_chat()
             path=$w
             [[ $path == run ]] && raw=1
             _agent_chat_spec "$path" || return 0
-        elif [[ ($path == task || $path == event) && $npos -eq 0 ]]; then
+        elif [[ ($path == task || $path == event || $path == import) && $npos -eq 0 ]]; then
             path="$path $w"
             _agent_chat_spec "$path" || return 0
         else
@@ -273,15 +289,15 @@ _agent_chat()
         ((i++))
     done
 
-    # The root (only for commands that take a channel) and the channel
-    # named on the line, if any.
+    # The root (only for commands that take a channel, --into included) and
+    # the channel named on the line, if any.
     local -a kinds
     read -ra kinds <<<"$_agent_chat_pos"
-    if [[ ${kinds[0]} == channel ]]; then
+    if [[ ${kinds[0]} == channel || $path == "import "* ]]; then
         [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-}
         [[ -z $root ]] && root=$(_agent_chat_default_root "${COMP_WORDS[0]}")
         [[ $root == "~"* ]] && root=$HOME${root#"~"}
-        [[ -n ${pos[0]} ]] && chan=$root/${pos[0]}
+        [[ -n ${pos[0]} && ${kinds[0]} == channel ]] && chan=$root/${pos[0]}
     fi
 
     # The value of an option.
@@ -305,6 +321,7 @@ _agent_chat()
                 mapfile -t COMPREPLY < <(compgen -f -X '!*.lua' -- "$cur"; compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
             --primitives) _agent_chat_add_list $_agent_chat_primitives ;;
+            --into) _agent_chat_channels ;;
             --as | --from | --owner | --actor | --created-by)
                 [[ -n $chan ]] && mapfile -t names < <(_agent_chat_agents "$chan")
                 _agent_chat_add "${names[@]}" ;;
@@ -336,18 +353,16 @@ _agent_chat()
         _agent_chat_add $_agent_chat_event_commands
         return 0
     fi
+    if [[ $path == import ]]; then
+        _agent_chat_add $_agent_chat_import_commands
+        return 0
+    fi
     local kind=${kinds[npos]} n=${#kinds[@]}
     if [[ -z $kind || $kind == + ]] && ((n >= 2)) && [[ ${kinds[n - 1]} == + ]]; then
         kind=${kinds[n - 2]}
     fi
     case $kind in
-        channel)
-            local d IFS=$'\n'
-            for d in "$root"/*/_meta.json; do
-                [[ -f $d ]] || continue
-                d=${d%/_meta.json}
-                _agent_chat_add "${d##*/}"
-            done ;;
+        channel) _agent_chat_channels ;;
         task | lock | marker)
             if [[ -n $chan ]]; then
                 case $kind in
@@ -359,6 +374,9 @@ _agent_chat()
             fi ;;
         path) [[ -n $chan ]] && _agent_chat_channel_paths "$chan" ;;
         file) _agent_chat_files ;;
+        dir)
+            mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+            compopt -o filenames 2>/dev/null ;;
         hook) _agent_chat_add $_agent_chat_hook_kinds ;;
     esac
     return 0

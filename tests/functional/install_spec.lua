@@ -144,7 +144,7 @@ local function command_paths()
   local paths = {}
   for _, name in ipairs(listed_commands(top, "commands:")) do
     paths[#paths + 1] = name
-    if name == "task" or name == "event" then
+    if name == "task" or name == "event" or name == "import" then
       local text = help(name)
       for _, sub in ipairs(text and listed_commands(text, "positional arguments:") or {}) do
         paths[#paths + 1] = name .. " " .. sub
@@ -372,6 +372,10 @@ describe("the bash completion", function()
     { { "agent-chat", "channels", "" }, {} },
     { { "agent-chat", "init", "" }, {} },
     { { "agent-chat", "frobnicate", "" }, {} },
+    { { "agent-chat", "import", "" }, { "bus", "team" } },
+    { { "agent-chat", "import", "team", "--into", "d" }, { "dev" } },
+    { { "agent-chat", "import", "bus", "x", "--" }, { "--dry-run", "--help", "--into", "--strict" } },
+    { { "agent-chat", "import", "team", "bo" }, { "body.d" } },
   }
 
   setup(function()
@@ -449,6 +453,7 @@ describe("the completion's option table", function()
       "echo \"commands $_agent_chat_commands\"",
       "echo \"task $_agent_chat_task_commands\"",
       "echo \"event $_agent_chat_event_commands\"",
+      "echo \"import $_agent_chat_import_commands\"",
       "echo \"hook $_agent_chat_hook_kinds\"" }
     for _, path in ipairs(paths) do
       lines[#lines + 1] = string.format("if _agent_chat_spec %s; then echo \"valued %s|$_agent_chat_valued\";"
@@ -479,8 +484,8 @@ describe("the completion's option table", function()
     assert.same(commands, spec.commands)
   end)
 
-  it("lists the subcommands of task -h and event -h", function()
-    for _, family in ipairs({ "task", "event" }) do
+  it("lists the subcommands of task -h, event -h and import -h", function()
+    for _, family in ipairs({ "task", "event", "import" }) do
       local subs = {}
       for _, path in ipairs(paths) do
         local sub = path:match("^" .. family .. " (.*)$")
