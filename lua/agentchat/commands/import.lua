@@ -14,24 +14,36 @@ local open = require "agentchat.commands.open"
 
 local M = {}
 
--- The channel to import into, created (with the plan's members and topic)
--- when it does not exist yet and this is not a dry run; nil for a dry run
--- into a missing channel.
-local function target(root, args, plan, ctx)
-  local ch, msg, code, exit = root:channel(args.into)
-  if ch or code ~= "CHANNEL_NOT_FOUND" then
-    return ch, msg, code, exit
-  end
-  if args.dry_run then
+-- The channel to import into: the open channel, or false when it does not
+-- exist yet (a bad name fails here, before the folder is read).
+local function existing(root, name)
+  local ch, msg, code, exit = root:channel(name)
+  if not ch and code == "CHANNEL_NOT_FOUND" then
     return false
   end
-  ch, msg, code, exit = root:init(args.into, plan.init)
+  return ch, msg, code, exit
+end
+
+-- Create the missing channel with the plan's members and topic, announced
+-- as `init` announces it.
+local function create(root, name, plan, ctx)
+  local ch, msg, code, exit = root:init(name, plan.init)
   if ch then
     local members = plan.init.members
-    ctx.out(string.format("created channel '%s' at %s  members=%s\n", args.into,
-      ac.join_path(root.path, args.into), #members > 0 and table.concat(members, ", ") or "(open)"))
+    ctx.out(string.format("created channel '%s' at %s  members=%s\n", name,
+      ac.join_path(root.path, name), #members > 0 and table.concat(members, ", ") or "(open)"))
   end
   return ch, msg, code, exit
+end
+
+-- Post the plan into ch and print the summary.
+local function finish(ch, plan, args, ctx)
+  local report, msg, code, exit = importer.apply(ch, plan, { dry_run = args.dry_run })
+  if not report then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out(importer.summary(report) .. "\n")
+  return 0
 end
 
 local function run(kind, args, ctx)
@@ -39,7 +51,12 @@ local function run(kind, args, ctx)
   if not root then
     return rc
   end
-  local plan, msg, code, exit = importer.load(kind, args.dir)
+  local found <close>, msg, code, exit = existing(root, args.into)
+  if found == nil then
+    return ctx.fail(msg, code, exit)
+  end
+  local plan
+  plan, msg, code, exit = importer.load(kind, args.dir)
   if not plan then
     return ctx.fail(msg, code, exit)
   end
@@ -53,23 +70,18 @@ local function run(kind, args, ctx)
       return ctx.fail(msg, code, exit)
     end
   end
-  local ch
-  ch, msg, code, exit = target(root, args, plan, ctx)
-  if ch == nil then
-    return ctx.fail(msg, code, exit)
+  if found then
+    return finish(found, plan, args, ctx)
+  elseif args.dry_run then
+    ctx.out(importer.summary{ imported = #plan.records, present = 0, skipped = plan.skipped, dry_run = true }
+      .. "\n")
+    return 0
   end
-  local report
-  if ch then
-    report, msg, code, exit = importer.apply(ch, plan, { dry_run = args.dry_run })
-    ch:close()
-    if not report then
-      return ctx.fail(msg, code, exit)
-    end
-  else
-    report = { imported = #plan.records, present = 0, skipped = plan.skipped, dry_run = true }
+  local made <close>, cmsg, ccode, cexit = create(root, args.into, plan, ctx)
+  if not made then
+    return ctx.fail(cmsg, ccode, cexit)
   end
-  ctx.out(importer.summary(report) .. "\n")
-  return 0
+  return finish(made, plan, args, ctx)
 end
 
 local function options(p, what)
