@@ -89,7 +89,8 @@ function M.expect(kinds, name, want, shown)
   if kind == "symlink" then
     return fail("IMPORT_UNREADABLE", "cannot read " .. shown .. ": it is a symlink (symlinks are not followed)")
   end
-  return fail("IMPORT_UNREADABLE", "cannot read " .. shown .. ": not a " .. (want == "dir" and "folder" or "regular file"))
+  return fail("IMPORT_UNREADABLE", "cannot read " .. shown .. ": not a "
+    .. (want == "dir" and "folder" or "regular file"))
 end
 
 -- ------------------------------------------------------------ lines

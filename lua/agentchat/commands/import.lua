@@ -87,7 +87,8 @@ end
 local function options(p, what)
   p:positional{ "dir", metavar = "DIR", help = what }
   p:option{ "--into", required = true, metavar = "CH", help = "channel to import into (created if missing)" }
-  p:option{ "--dry-run", action = "store_true", help = "read and check the folder, say what would be imported, write nothing" }
+  p:option{ "--dry-run", action = "store_true",
+            help = "read and check the folder, say what would be imported, write nothing" }
   p:option{ "--strict", action = "store_true", help = "import nothing when a line is malformed (exit 1)" }
 end
 
