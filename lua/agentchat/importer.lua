@@ -93,6 +93,35 @@ function M.expect(kinds, name, want, shown)
     .. (want == "dir" and "folder" or "regular file"))
 end
 
+--- The inbox files of dir/inbox, by name: {{file = "inbox/<name>.jsonl",
+--- owner = "<name>"}, ...}. Other names (no ".jsonl", a leading ".") are
+--- not inboxes and are ignored; an inbox that is not a regular file, or
+--- whose owner name cannot be an agent name (invalid UTF-8, a control
+--- character), is an error: skipping it would lose its messages.
+function M.inboxes(dir)
+  local kinds, names, code, exit = M.entries(dir, "inbox")
+  if not kinds then
+    return nil, names, code, exit
+  end
+  local out = {}
+  for _, name in ipairs(names) do
+    local owner = name:match("^(.+)%.jsonl$")
+    if owner and name:sub(1, 1) ~= "." then
+      local file = "inbox/" .. name
+      local ok, msg, code, exit = M.expect(kinds, name, "file", file)
+      if not ok then
+        return nil, msg, code, exit
+      end
+      if not sys.utf8_valid(owner) or owner:find("%c") then
+        return fail("IMPORT_INVALID_FOLDER", "cannot import " .. py.repr_str(file)
+          .. ": its name must be an agent name (valid UTF-8, no control characters)")
+      end
+      out[#out + 1] = { file = file, owner = owner }
+    end
+  end
+  return out
+end
+
 -- ------------------------------------------------------------ lines
 
 --- A new plan for `kind` read from dir.

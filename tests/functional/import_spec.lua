@@ -293,6 +293,13 @@ describe("import: bad input", function()
     refused("team", dir, 1, "agent-chat: IMPORT_UNREADABLE: cannot read inbox/dir.jsonl: not a regular file")
   end)
 
+  it("an inbox whose file name is not an agent name", function()
+    local dir = copy(BUS)
+    F.write(dir .. "/inbox/bad\255.jsonl", "{}\n")
+    refused("bus", dir, 1, "agent-chat: IMPORT_INVALID_FOLDER: cannot import 'inbox/bad\\udcff.jsonl': its name "
+      .. "must be an agent name (valid UTF-8, no control characters)")
+  end)
+
   it("an unreadable file", function()
     local dir = copy(TEAM)
     assert(os.execute("chmod 000 " .. F.sh(dir .. "/inbox/researcher.jsonl")))

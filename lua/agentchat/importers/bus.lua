@@ -111,15 +111,16 @@ end
 
 --- Read a bus folder into a plan (importer.load).
 function B.load(dir)
-  local kinds, names = importer.entries(dir)
+  local kinds, msg, code, exit = importer.entries(dir)
   if not kinds then
-    return nil, names
+    return nil, msg, code, exit
   end
   if kinds["ledger.jsonl"] == nil and kinds.inbox == nil then
     return fail("IMPORT_INVALID_FOLDER", "no ledger.jsonl or inbox/ in " .. py.repr_str(dir)
       .. " (not a bus folder)")
   end
-  local ok, msg, code, exit = importer.expect(kinds, "ledger.jsonl", "file")
+  local ok
+  ok, msg, code, exit = importer.expect(kinds, "ledger.jsonl", "file")
   if not ok then
     return nil, msg, code, exit
   end
@@ -132,19 +133,13 @@ function B.load(dir)
     sources[1] = { file = "ledger.jsonl" }
   end
   if kinds.inbox then
-    kinds, names = importer.entries(dir, "inbox")
-    if not kinds then
-      return nil, names
+    local inboxes
+    inboxes, msg, code, exit = importer.inboxes(dir)
+    if not inboxes then
+      return nil, msg, code, exit
     end
-    for _, name in ipairs(names) do
-      local owner = name:match("^(.+)%.jsonl$")
-      if owner and name:sub(1, 1) ~= "." then
-        ok, msg, code, exit = importer.expect(kinds, name, "file", "inbox/" .. name)
-        if not ok then
-          return nil, msg, code, exit
-        end
-        sources[#sources + 1] = { file = "inbox/" .. name, owner = owner }
-      end
+    for _, inbox in ipairs(inboxes) do
+      sources[#sources + 1] = inbox
     end
   end
 

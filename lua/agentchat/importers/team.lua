@@ -189,14 +189,15 @@ end
 
 --- Read a team folder into a plan (importer.load).
 function T.load(dir)
-  local kinds, names = importer.entries(dir)
+  local kinds, msg, code, exit = importer.entries(dir)
   if not kinds then
-    return nil, names
+    return nil, msg, code, exit
   end
   if kinds["config.json"] == nil then
     return fail("IMPORT_INVALID_FOLDER", "no config.json in " .. py.repr_str(dir) .. " (not a team folder)")
   end
-  local ok, msg, code, exit = importer.expect(kinds, "config.json", "file")
+  local ok
+  ok, msg, code, exit = importer.expect(kinds, "config.json", "file")
   if not ok then
     return nil, msg, code, exit
   end
@@ -215,39 +216,32 @@ function T.load(dir)
   if not kinds.inbox then
     return plan
   end
-  kinds, names = importer.entries(dir, "inbox")
-  if not kinds then
-    return nil, names
+  local inboxes
+  inboxes, msg, code, exit = importer.inboxes(dir)
+  if not inboxes then
+    return nil, msg, code, exit
   end
   local seen = {}
-  for _, name in ipairs(names) do
-    local owner = name:match("^(.+)%.jsonl$")
-    if owner and name:sub(1, 1) ~= "." then
-      local file = "inbox/" .. name
-      ok, msg, code, exit = importer.expect(kinds, name, "file", file)
-      if not ok then
-        return nil, msg, code, exit
-      end
-      local text
-      text, msg, code, exit = importer.read(dir, file)
-      if not text then
-        return nil, msg, code, exit
-      end
-      local repeats = {}
-      importer.each_line(plan, file, text, function(obj, n)
-        local rec, problem = record(obj, owner)
-        if not rec then
-          importer.warn(plan, file, n, problem)
-          return
-        end
-        repeats[rec.hash] = (repeats[rec.hash] or 0) + 1
-        rec.key = "team:" .. rec.hash .. (repeats[rec.hash] > 1 and ("-" .. repeats[rec.hash]) or "")
-        if not seen[rec.key] then      -- a broadcast's copy in another inbox
-          seen[rec.key] = true
-          importer.add(plan, rec)
-        end
-      end)
+  for _, inbox in ipairs(inboxes) do
+    local text
+    text, msg, code, exit = importer.read(dir, inbox.file)
+    if not text then
+      return nil, msg, code, exit
     end
+    local repeats = {}
+    importer.each_line(plan, inbox.file, text, function(obj, n)
+      local rec, problem = record(obj, inbox.owner)
+      if not rec then
+        importer.warn(plan, inbox.file, n, problem)
+        return
+      end
+      repeats[rec.hash] = (repeats[rec.hash] or 0) + 1
+      rec.key = "team:" .. rec.hash .. (repeats[rec.hash] > 1 and ("-" .. repeats[rec.hash]) or "")
+      if not seen[rec.key] then        -- a broadcast's copy in another inbox
+        seen[rec.key] = true
+        importer.add(plan, rec)
+      end
+    end)
   end
   return plan
 end
