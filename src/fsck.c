@@ -699,7 +699,7 @@ static int lock_existing(struct fsck *f, const char *name, struct ac_mutex *m, c
         return 0;
     if (rc == AC_MUTEX_TIMEOUT)
         add(f, "FSCK_BUSY", name, "held for more than 10 s: %s not checked; run fsck again", what);
-    else if (errno != ELOOP && errno != EINVAL)     /* layout reports a non-file */
+    else if (errno != ELOOP && errno != EINVAL && errno != EISDIR)   /* layout says why */
         add(f, "FSCK_BAD_ENTRY", name, "cannot be locked: %s (%s not checked)", strerror(errno), what);
     return -1;
 }
