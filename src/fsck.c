@@ -54,6 +54,7 @@ static const struct {
     { "FSCK_BAD_LOCK", AC_FSCK_CORRUPT },
     { "FSCK_LOCK_CONFLICT", AC_FSCK_CORRUPT },
     { "FSCK_BAD_JOURNAL", AC_FSCK_CORRUPT },
+    { "FSCK_BAD_ACK", AC_FSCK_CORRUPT },
     { "FSCK_PENDING_JOURNAL", AC_FSCK_PENDING },
     { "FSCK_SEQHIGH_BEHIND", AC_FSCK_REPAIRABLE },
     { "FSCK_STRAY_TEMP", AC_FSCK_REPAIRABLE },
@@ -158,13 +159,21 @@ static void repair_hint(const struct fsck *f, char *out, size_t size)
         snprintf(out, size, "; run: agent-chat fsck %s --repair", f->qchannel);
 }
 
-/* "dir/name" for messages (dir may be NULL). */
+/* "dir/name" for messages (dir may be NULL), cut to fit `size`. */
 static void join(char *out, size_t size, const char *dir, const char *name)
 {
-    if (dir)
-        snprintf(out, size, "%s/%s", dir, name);
-    else
-        snprintf(out, size, "%s", name);
+    size_t used = 0, n;
+    if (dir) {
+        n = strlen(dir);
+        n = n < size - 2 ? n : size - 2;
+        memcpy(out, dir, n);
+        out[n] = '/';
+        used = n + 1;
+    }
+    n = strlen(name);
+    n = n < size - 1 - used ? n : size - 1 - used;
+    memcpy(out + used, name, n);
+    out[used + n] = '\0';
 }
 
 static const char *kind_of(mode_t mode)
@@ -971,6 +980,98 @@ out:
     ac_mutex_release(&m);
 }
 
+/* ---- optional families (directories other features add) ---- */
+
+/* Ack records `.acks/<seq>/<agent>.json` (receipts): each seq directory is
+ * decimal and not beyond the highest seq ever allocated, each record is a
+ * JSON object; the atomic writer's old temps are debris as anywhere. The
+ * record's own fields belong to the receipts feature, which may check them
+ * here too. */
+static void check_ack_seq(struct fsck *f, int adfd, const char *seqname)
+{
+    struct ents names;
+    char dir[PATH_MAX], path[PATH_MAX], why[128];
+    size_t i;
+    int sfd = ac_open_dir_at(adfd, seqname);
+
+    join(dir, sizeof dir, ".acks", seqname);
+    if (sfd == -1 || list_sorted(sfd, &names) == -1) {
+        add(f, "FSCK_BAD_ACK", dir, "is not a directory of ack records");
+        if (sfd != -1)
+            close(sfd);
+        return;
+    }
+    for (i = 0; i < names.n; i++) {
+        const char *name = names.v[i].name;
+        size_t len = strlen(name);
+        char *data, msg[AC_PYJSON_MSG_MAX];
+        json_t *v;
+        if (name[0] == '.' || len < 6 || strcmp(name + len - 5, ".json") != 0)
+            continue;
+        join(path, sizeof path, dir, name);
+        if (ac_read_file_at(sfd, name, CLAIM_CAP, &data, &len) == -1) {
+            add(f, "FSCK_BAD_ACK", path, "%s", read_problem(errno, why, sizeof why));
+            continue;
+        }
+        v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
+        free(data);
+        if (!json_is_object(v))
+            add(f, "FSCK_BAD_ACK", path, "%s", v ? "is not a JSON object" : msg);
+        json_decref(v);
+    }
+    check_debris(f, sfd, dir, &names, 1, NULL);
+    ents_free(&names);
+    close(sfd);
+}
+
+static void check_acks(struct fsck *f, int adfd)
+{
+    struct ents names;
+    size_t i;
+    if (list_sorted(adfd, &names) == -1) {
+        add(f, "FSCK_BAD_ENTRY", ".acks", "cannot be listed: %s", strerror(errno));
+        return;
+    }
+    for (i = 0; i < names.n; i++) {
+        const char *name = names.v[i].name;
+        uint64_t seq;
+        char path[PATH_MAX];
+        if (name[0] == '.')
+            continue;
+        join(path, sizeof path, ".acks", name);
+        if (!parse_seq(name, strlen(name), &seq))
+            add(f, "FSCK_BAD_ACK", path, "is not named after a message seq");
+        else if (seq > f->high)
+            add(f, "FSCK_BAD_ACK", path, "acknowledges seq %" PRIu64 ", beyond the highest seq ever "
+                "allocated (%" PRIu64 ")", seq, f->high);
+        else
+            check_ack_seq(f, adfd, name);
+    }
+    check_debris(f, adfd, ".acks", &names, 1, NULL);
+    ents_free(&names);
+}
+
+/* Directories that features beyond SPEC.md add to a channel, each checked
+ * when present (check_layout already requires a directory). */
+static const struct {
+    const char *dir;
+    void (*check)(struct fsck *f, int dirfd);
+} families[] = {
+    { ".acks", check_acks },
+};
+
+static void check_families(struct fsck *f)
+{
+    size_t i;
+    for (i = 0; i < sizeof families / sizeof families[0]; i++) {
+        int fd = ac_open_dir_at(f->chfd, families[i].dir);
+        if (fd != -1) {
+            families[i].check(f, fd);
+            close(fd);
+        }
+    }
+}
+
 /* ---- entry point ---- */
 
 int ac_fsck_channel(int chfd, const char *channel, int flags, struct ac_fsck_report *r,
@@ -991,6 +1092,7 @@ int ac_fsck_channel(int chfd, const char *channel, int flags, struct ac_fsck_rep
     check_cursors(&f);
     check_board(&f);
     check_locks(&f);
+    check_families(&f);
     if (f.oom)
         return ac_err_sys(err, ENOMEM, NULL, "could not check channel %s", f.qchannel);
     return 0;

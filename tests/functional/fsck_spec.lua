@@ -314,6 +314,21 @@ describe("fsck finding codes", function()
     })
   end)
 
+  it("FSCK_BAD_ACK: ack records named after no seq, a seq never allocated, not JSON objects", function()
+    local root, dir = channel()
+    sh("mkdir -p " .. F.sh(dir .. "/.acks/1") .. " " .. F.sh(dir .. "/.acks/5") .. " " .. F.sh(dir .. "/.acks/x"))
+    F.write(dir .. "/.acks/1/bob.json", '{"agent": "bob", "seq": 1}\n')
+    expect(root, {
+      "c: FSCK_BAD_ACK: .acks/5: acknowledges seq 5, beyond the highest seq ever allocated (1)",
+      "c: FSCK_BAD_ACK: .acks/x: is not named after a message seq",
+    })
+    sh("rmdir " .. F.sh(dir .. "/.acks/5") .. " " .. F.sh(dir .. "/.acks/x"))
+    F.write(dir .. "/.acks/1/eve.json", "[1]")
+    expect(root, { "c: FSCK_BAD_ACK: .acks/1/eve.json: is not a JSON object" })
+    os.remove(dir .. "/.acks/1/eve.json")
+    expect(root, {})     -- valid ack records are tolerated
+  end)
+
   it("FSCK_BUSY: a task mutation lock held for 10 s", function()
     local root, dir = channel()
     must(root, { "task", "create", "c", "t1", "--from", "lead", "--title", "One" })
@@ -343,7 +358,7 @@ describe("fsck finding codes", function()
       assert.truthy(doc:find("| `" .. code .. "` | " .. class .. " |", 1, true),
         code .. " (" .. class .. ") has no row in docs/fsck.md")
     end
-    assert.are.equal(18, n)
+    assert.are.equal(19, n)
   end)
 end)
 
