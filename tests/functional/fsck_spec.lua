@@ -101,6 +101,12 @@ describe("fsck on a clean channel", function()
     F.write(dir .. "/task-7.md", "marker\n")
     must(root, { "claim", "c", "task-7.md", "--as", "bob" })
     must(root, { "read", "c", "--as", "bob" })
+    run(root, { "wait", "c", "--as", "bob", "--timeout", "0" })
+    must(root, { "roster", "c" })
+    must(root, { "channels" })
+    must(root, { "task", "list", "c" })
+    must(root, { "task", "show", "c", "b" })
+    must(root, { "state", "c" })
     expect(root, {})
     expect(root, {}, { "fsck", "c" })
     local r = run(root, { "fsck", "--verbose" })
@@ -333,17 +339,19 @@ describe("fsck finding codes", function()
     local root, dir = channel()
     must(root, { "task", "create", "c", "t1", "--from", "lead", "--title", "One" })
     local held = T.scratch() .. "/held"
-    -- The holder signals once it holds the lock (the last step before we run).
-    sh(string.format("flock %s sh -c 'touch %s; sleep 30' >/dev/null 2>&1 & echo $! > %s.pid",
-      F.sh(dir .. "/_tasks.lock"), F.sh(held), F.sh(held)))
-    for _ = 1, 200 do
+    -- The holder's shell writes its pid (then execs sleep under that pid)
+    -- as the last step before it waits: once the file is there, it holds the lock.
+    sh(string.format("flock %s sh -c 'echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 30' >/dev/null 2>&1 &",
+      F.sh(dir .. "/_tasks.lock"), F.sh(held), F.sh(held), F.sh(held)))
+    for _ = 1, 400 do
       if F.read(held) then
         break
       end
       os.execute("sleep 0.05")
     end
+    local pid = assert((F.read(held) or ""):match("%d+"), "the lock holder did not start")
     local r = run(root, { "fsck" })
-    os.execute("pkill -P " .. F.read(held .. ".pid"):match("%d+") .. " sleep")
+    os.execute("kill " .. pid)
     assert.are.equal("c: FSCK_BUSY: _tasks.lock: held for more than 10 s: tasks and claims not checked; "
       .. "run fsck again\n", r.stdout, F.describe(r))
     assert.are.equal(1, r.code)
