@@ -337,11 +337,11 @@ static int is_old_file(struct fsck *f, int dirfd, const char *name, int64_t age)
 }
 
 /* Report the old temps (and, in the channel directory, reservations) of
- * dirfd, shown under `dir`. Removed at once with `remove_now` (the caller
- * excludes their writers or relies on their age), else left in *later for
- * removal under the seq lock. */
+ * dirfd, shown under `dir`. With --repair they are removed at once when
+ * `later` is NULL (the caller excludes their writers or relies on their
+ * age), else listed in *later for removal under the seq lock. */
 static void check_debris(struct fsck *f, int dirfd, const char *dir, const struct ents *names,
-                         int remove_now, struct ents *later)
+                         struct ents *later)
 {
     size_t i;
     char path[PATH_MAX], hint[QUOTE_MAX + 64];
@@ -360,7 +360,7 @@ static void check_debris(struct fsck *f, int dirfd, const char *dir, const struc
             fd = add(f, "FSCK_STRAY_TEMP", path, "temp file left by an interrupted write%s", hint);
         if (!f->repair || !fd)
             continue;
-        if (!remove_now) {
+        if (later) {
             ents_push(later, name, (uint64_t)index_of(f, fd));
         } else if (is_old_file(f, dirfd, name, AC_FSCK_DEBRIS_AGE) && unlinkat(dirfd, name, 0) == 0) {
             mark_repaired(f, fd, "removed");
@@ -630,7 +630,7 @@ static void check_channel_dir(struct fsck *f)
     check_duplicates(f, &msgs);
     behind = check_seqhigh(f);
     stale = check_seq_lock(f);
-    check_debris(f, f->chfd, NULL, &names, 0, &later);
+    check_debris(f, f->chfd, NULL, &names, &later);
     if (f->repair)
         repair_channel_dir(f, stale, &later, behind);
 out:
@@ -689,7 +689,7 @@ static void check_cursors(struct fsck *f)
         if (name[0] != '.' && len > 4 && strcmp(name + len - 4, ".txt") == 0)
             check_cursor(f, cfd, name);
     }
-    check_debris(f, cfd, AC_CURSOR_DIR, &names, 1, NULL);
+    check_debris(f, cfd, AC_CURSOR_DIR, &names, NULL);
     ents_free(&names);
     close(cfd);
 }
@@ -756,7 +756,7 @@ static size_t load_tasks(struct fsck *f, struct ac_board *b, json_t *known)
         }
         json_decref(rec);
     }
-    check_debris(f, tfd, AC_TASKS_DIR, &names, 1, NULL);
+    check_debris(f, tfd, AC_TASKS_DIR, &names, NULL);
     ents_free(&names);
     close(tfd);
     return bad;
@@ -847,7 +847,7 @@ static void check_orphan_claims(struct fsck *f, json_t *known, const char *pendi
         }
         json_decref(v);
     }
-    check_debris(f, cfd, AC_CLAIMS_DIR, &names, 1, NULL);
+    check_debris(f, cfd, AC_CLAIMS_DIR, &names, NULL);
     ents_free(&names);
     close(cfd);
 }
@@ -970,7 +970,7 @@ static void check_locks(struct fsck *f)
             "%s: %s (recover-pending cannot use it: restore the lock record by hand, then remove it)",
             err.code, err.msg);
     }
-    check_debris(f, ldfd, AC_PATHLOCK_DIR, &names, 1, NULL);
+    check_debris(f, ldfd, AC_PATHLOCK_DIR, &names, NULL);
     for (i = 0; i < n; i++)
         ac_lockrec_free(&recs[i]);
     free(recs);
@@ -1019,7 +1019,7 @@ static void check_ack_seq(struct fsck *f, int adfd, const char *seqname)
             add(f, "FSCK_BAD_ACK", path, "%s", v ? "is not a JSON object" : msg);
         json_decref(v);
     }
-    check_debris(f, sfd, dir, &names, 1, NULL);
+    check_debris(f, sfd, dir, &names, NULL);
     ents_free(&names);
     close(sfd);
 }
@@ -1047,7 +1047,7 @@ static void check_acks(struct fsck *f, int adfd)
         else
             check_ack_seq(f, adfd, name);
     }
-    check_debris(f, adfd, ".acks", &names, 1, NULL);
+    check_debris(f, adfd, ".acks", &names, NULL);
     ents_free(&names);
 }
 

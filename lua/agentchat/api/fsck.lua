@@ -25,7 +25,8 @@ function A.install(Root)
     if opts.repair ~= nil and type(opts.repair) ~= "boolean" then
       error("fsck: repair must be a boolean", 2)
     end
-    local names, msg, code, exit = opts.channels, nil, nil, nil
+    local names = opts.channels
+    local msg, code, exit
     if names == nil then
       names, msg, code, exit = self._store:channels()
       if not names then
