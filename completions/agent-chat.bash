@@ -22,7 +22,7 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event run watch repl hook config"
+_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event run watch repl hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
 _agent_chat_hook_kinds="session-start prompt stop"
@@ -101,6 +101,7 @@ _agent_chat_spec()
         repl) _agent_chat_valued="--history"; _agent_chat_flags+=" --no-history" ;;
         hook) _agent_chat_pos="hook" ;;
         config) _agent_chat_flags+=" --json" ;;
+        fsck) _agent_chat_flags+=" --repair --json --verbose"; _agent_chat_pos="channel +" ;;
         *) return 1 ;;
     esac
     return 0

@@ -120,6 +120,8 @@ void ac_lua_openlibs(lua_State *L)
     lua_setfield(L, -2, "agentchat.readline");
     lua_pushcfunction(L, luaopen_agentchat_yaml);
     lua_setfield(L, -2, "agentchat.yaml");
+    lua_pushcfunction(L, luaopen_agentchat_fsck);
+    lua_setfield(L, -2, "agentchat.fsck");
     lua_pushcfunction(L, ac_lua_yaml_alias);
     lua_setfield(L, -2, "yaml");
     if (dev && *dev) {

@@ -35,6 +35,7 @@ int luaopen_agentchat_pathlocks(lua_State *L);
 int luaopen_agentchat_json(lua_State *L);
 int luaopen_agentchat_readline(lua_State *L);
 int luaopen_agentchat_yaml(lua_State *L);
+int luaopen_agentchat_fsck(lua_State *L);
 /* package.preload["yaml"]: returns require "agentchat.yaml". */
 int ac_lua_yaml_alias(lua_State *L);
 

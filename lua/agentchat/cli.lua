@@ -34,6 +34,7 @@ M.commands = {
   { "repl", "repl", "interactive Lua with the agentchat API" },
   { "hook", "hooks", "host lifecycle hooks: session-start, prompt, stop" },
   { "config", "config", "show the effective settings and where each comes from" },
+  { "fsck", "fsck", "check channel folders for corruption; --repair fixes the safe things" },
 }
 
 -- Build one command from its family: run the family's register() against a

@@ -502,6 +502,7 @@ require("agentchat.api.tasks").install(Channel, M)
 require("agentchat.api.locks").install(Channel, M)
 require("agentchat.api.events").install(Channel, M)
 require("agentchat.api.state").install(Channel, M)
+require("agentchat.api.fsck").install(Root)
 M.errors = errors
 M.pycompat = py
 M.version = "0.1.0"

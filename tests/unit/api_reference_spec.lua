@@ -725,6 +725,18 @@ describe("every documented function", function()
     assert.equal("none", assert(pl.recover_pending(hd, "erin")).outcome)
     assert.is_true(pl.overlaps(".", "x"))
     assert.equal(300, pl.DEFAULT_LEASE)
+
+    local fsck = require "agentchat.fsck"
+    assert.same({}, assert(fsck.channel(hd)))
+    assert.equal("pending", fsck.CLASSES.FSCK_PENDING_JOURNAL)
+    local report = assert(root:fsck{ channels = { "dev" } })
+    assert.same({ "dev" }, report.channels)
+    assert.same({}, report.findings)
+    os.remove(root.path .. "/dev/.seqhigh")
+    report = assert(root:fsck{ repair = true })
+    assert.equal("FSCK_SEQHIGH_BEHIND", report.repaired[1].code)
+    assert.equal(0, report.counts.repairable)
+    fails("root.fsck", "CHANNEL_NOT_FOUND", root:fsck{ channels = { "gone" } })
   end)
 
   it("Channel: events, and agentchat.events", function()
