@@ -527,6 +527,8 @@ require("agentchat.api.locks").install(Channel, M)
 require("agentchat.api.events").install(Channel, M)
 require("agentchat.api.state").install(Channel, M)
 require("agentchat.api.protocols").install(Channel, M)
+require("agentchat.api.receipts").install(Channel, M)
+require("agentchat.api.inbox").install(Channel, M)
 M.errors = errors
 M.pycompat = py
 M.version = "0.1.0"
