@@ -184,9 +184,9 @@ function A.install(Channel, M)
     local record = require("agentchat.json").dumps({ agent = opts.as, channel = self.name, seq = seq, file = m.file,
                                 acked_at = sys.now_iso(6) },
                               { indent = 2, sort_keys = true, ensure_ascii = false }) .. "\n"
-    local written, warning = rc.write_ack(h, seq, opts.as, record)
+    local written, warning, wcode, wexit = rc.write_ack(h, seq, opts.as, record)
     if written == nil then
-      return nil, warning, code, exit
+      return nil, warning, wcode, wexit
     end
     local bytes, mtime = rc.read_ack(h, seq, opts.as)
     local acked_at = bytes and ack_time(bytes, mtime) or nil
