@@ -54,8 +54,8 @@ local function spawn(root, argv)
     words[i] = F.sh(w)
   end
   local rc = F.shell(string.format([[
-( "$A" --root %s %s >%s 2>%s; echo $? >%s.tmp; mv %s.tmp %s ) </dev/null >/dev/null 2>&1 &
-]], F.sh(root), table.concat(words, " "), F.sh(dir .. "/out"), F.sh(dir .. "/err"),
+( "$A" --root %s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s.tmp; mv %s.tmp %s ) </dev/null >/dev/null 2>&1 &
+]], F.sh(root), table.concat(words, " "), F.sh(dir .. "/out"), F.sh(dir .. "/err"), F.sh(dir .. "/pid"),
     F.sh(dir .. "/rc"), F.sh(dir .. "/rc"), F.sh(dir .. "/rc")))
   assert.equal(0, rc)
   return dir
@@ -363,6 +363,19 @@ describe("post --wait-for", function()
     assert.equal("posted #1 -> dev/0001-alice-deploy-plan.md\n", r.stdout)
     assert.equal("agent-chat: RECEIPT_TIMEOUT: timed out after 0.0s: #1 in 'dev' not read by bob, carol, dave\n",
       r.stderr)
+  end)
+
+  it("ends cleanly on SIGTERM while waiting, the message posted", function()
+    local job = spawn(root, post_args("--wait-for", "acked", "--timeout", "60"))
+    posted(job)
+    assert.equal(0, F.shell("kill -TERM " .. F.read(job .. "/pid")))
+    local r = finish(job)
+    assert.equal(128 + 15, r.code, F.show(r.stderr))     -- re-raised, as `wait` does
+    assert.equal("posted #1 -> dev/0001-alice-deploy-plan.md\n", r.stdout)
+    assert.equal("agent-chat: cancelled by user\n", r.stderr)
+    -- The waiter made .acks/1/ to watch it; nothing else is left behind.
+    assert.same({ ".acks", ".seqhigh", "0001-alice-deploy-plan.md", "_meta.json" }, H.ls(root .. "/dev"))
+    assert.same({}, H.ls(acks_dir(root, "dev", 1)))
   end)
 
   it("waits for a broadcast's members", function()
