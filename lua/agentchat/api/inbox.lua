@@ -30,7 +30,7 @@ local function merge(entries)
   end
   while true do
     local best, best_key
-    for i, e in ipairs(entries) do
+    for i = 1, #entries do
       local k = keys[i][pos[i]]
       if k and (not best or k < best_key) then
         best, best_key = i, k
