@@ -17,11 +17,16 @@
 
 enum { KIND_DNOTIFY, KIND_INOTIFY };
 
+#define MAX_EXTRA 4
+
 struct ac_dirwatch {
     int kind;
     int fd;                 /* dnotify: our own descriptor of the directory;
                                inotify: the instance */
     sigset_t old_mask;      /* dnotify: signal mask to restore */
+    int extra[MAX_EXTRA];   /* dnotify: descriptors of ac_dirwatch_add's
+                               directories (they share the signal) */
+    int nextra;
 };
 
 /* One dnotify watch per process at a time: the signal is shared. */
@@ -48,6 +53,23 @@ static void drain_signals(void)
     }
 }
 
+/* Start dnotify on our own descriptor of dirfd's directory. Returns it,
+ * or -1. The caller has blocked the signal. */
+static int dnotify_fd(int dirfd)
+{
+    /* dnotify belongs to the open file: use a descriptor of our own. */
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd == -1)
+        return -1;
+    if (fcntl(fd, F_SETSIG, notify_signal()) == -1 ||
+        fcntl(fd, F_NOTIFY, DN_CREATE | DN_DELETE | DN_RENAME | DN_MODIFY |
+                            DN_ATTRIB | DN_MULTISHOT) == -1) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static struct ac_dirwatch *open_dnotify(int dirfd)
 {
     struct ac_dirwatch *w;
@@ -56,23 +78,15 @@ static struct ac_dirwatch *open_dnotify(int dirfd)
 
     if (dnotify_busy)
         return NULL;
-    /* dnotify belongs to the open file: use a descriptor of our own. */
-    fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd == -1)
-        return NULL;
     w = calloc(1, sizeof *w);
-    if (!w) {
-        close(fd);
+    if (!w)
         return NULL;
-    }
     signal_set(&set);
     /* Block the signal first so it queues instead of killing us. */
     sigprocmask(SIG_BLOCK, &set, &w->old_mask);
-    if (fcntl(fd, F_SETSIG, notify_signal()) == -1 ||
-        fcntl(fd, F_NOTIFY, DN_CREATE | DN_DELETE | DN_RENAME | DN_MODIFY |
-                            DN_ATTRIB | DN_MULTISHOT) == -1) {
+    fd = dnotify_fd(dirfd);
+    if (fd == -1) {
         sigprocmask(SIG_SETMASK, &w->old_mask, NULL);
-        close(fd);
         free(w);
         return NULL;
     }
@@ -82,19 +96,25 @@ static struct ac_dirwatch *open_dnotify(int dirfd)
     return w;
 }
 
-static struct ac_dirwatch *open_inotify(int dirfd)
+/* Add an inotify watch of dirfd's directory to the instance ifd. */
+static int inotify_watch(int ifd, int dirfd)
 {
-    struct ac_dirwatch *w;
     char path[64];
-    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ifd == -1)
-        return NULL;
     /* Watch the directory we hold open, not a path that may have been
      * replaced since. */
     snprintf(path, sizeof path, "/proc/self/fd/%d", dirfd);
-    if (inotify_add_watch(ifd, path, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
-                          IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF |
-                          IN_MOVE_SELF | IN_ONLYDIR) == -1) {
+    return inotify_add_watch(ifd, path, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
+                             IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF |
+                             IN_MOVE_SELF | IN_ONLYDIR) == -1 ? -1 : 0;
+}
+
+static struct ac_dirwatch *open_inotify(int dirfd)
+{
+    struct ac_dirwatch *w;
+    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ifd == -1)
+        return NULL;
+    if (inotify_watch(ifd, dirfd) == -1) {
         close(ifd);
         return NULL;
     }
@@ -182,6 +202,26 @@ static int wait_inotify(struct ac_dirwatch *w, int64_t deadline)
     }
 }
 
+int ac_dirwatch_add(struct ac_dirwatch *w, int dirfd)
+{
+    int fd;
+    if (!w) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (w->kind == KIND_INOTIFY)
+        return inotify_watch(w->fd, dirfd);
+    if (w->nextra == MAX_EXTRA) {
+        errno = EMFILE;
+        return -1;
+    }
+    fd = dnotify_fd(dirfd);     /* the signal is blocked since open */
+    if (fd == -1)
+        return -1;
+    w->extra[w->nextra++] = fd;
+    return 0;
+}
+
 int ac_dirwatch_wait(struct ac_dirwatch *w, int64_t timeout_ns)
 {
     int64_t deadline = ac_clock_mono_ns() + (timeout_ns > 0 ? timeout_ns : 0);
@@ -195,6 +235,11 @@ void ac_dirwatch_close(struct ac_dirwatch *w)
     if (!w)
         return;
     if (w->kind == KIND_DNOTIFY) {
+        int i;
+        for (i = 0; i < w->nextra; i++) {
+            fcntl(w->extra[i], F_NOTIFY, 0);
+            close(w->extra[i]);
+        }
         fcntl(w->fd, F_NOTIFY, 0);
         close(w->fd);
         drain_signals();

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentchat/err.h"
 #include "agentchat/pystr.h"
+#include "agentchat/utf8.h"
 
 static int line_is_fence(const char *s, size_t len)
 {
@@ -149,16 +151,104 @@ static size_t put_line(char *out, const char *key, const char *value)
     return o;
 }
 
+/* The keys of SPEC.md 3.3: an extra of that name would shadow the real
+ * field for every reader (a later duplicate wins). */
+static const char *const standard_keys[] = {
+    "seq", "from", "to", "reply_to", "channel", "ts", "status", "title"
+};
+
+static int key_ok(const char *k, size_t len)
+{
+    size_t i;
+    if (len == 0 || len > AC_FM_KEY_MAX || k[0] < 'a' || k[0] > 'z')
+        return 0;
+    for (i = 1; i < len; i++)
+        if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') || k[i] == '_'))
+            return 0;
+    return 1;
+}
+
+/* A control character anywhere (C0, DEL, C1): CR and LF would end the
+ * frontmatter line (a forged "---" fence or key); the others have no
+ * business in a one-line field. The buffer is valid UTF-8 here. */
+static int has_control(const char *v, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n = ac_utf8_decode((const unsigned char *)v + i, len - i, &cp);
+        if (n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))
+            return 1;
+        i += n;
+    }
+    return 0;
+}
+
+int ac_fm_extra_check(const struct ac_fm_field *extra, size_t n, char *why, size_t whysz)
+{
+    size_t i, j, a, b;
+
+    if (n > AC_FM_EXTRA_MAX) {
+        snprintf(why, whysz, "too many extra frontmatter fields (%zu, at most %d)", n,
+                 AC_FM_EXTRA_MAX);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        const char *k = extra[i].key, *v = extra[i].value;
+        size_t klen = strlen(k), vlen = strlen(v);
+
+        if (!key_ok(k, klen)) {
+            char shown[128];
+            snprintf(why, whysz, "frontmatter key must match [a-z][a-z0-9_]* (at most %d "
+                     "bytes): '%s'", AC_FM_KEY_MAX, ac_err_quote(shown, sizeof shown, k, 80));
+            return -1;
+        }
+        for (j = 0; j < sizeof standard_keys / sizeof standard_keys[0]; j++) {
+            if (strcmp(k, standard_keys[j]) == 0) {
+                snprintf(why, whysz, "frontmatter key '%s' is a standard field", k);
+                return -1;
+            }
+        }
+        for (j = 0; j < i; j++) {
+            if (strcmp(k, extra[j].key) == 0) {
+                snprintf(why, whysz, "frontmatter key '%s' is given twice", k);
+                return -1;
+            }
+        }
+        if (vlen > AC_FM_VALUE_MAX) {
+            snprintf(why, whysz, "value of '%s' is longer than %d bytes", k, AC_FM_VALUE_MAX);
+            return -1;
+        }
+        if (!ac_utf8_valid(v, vlen)) {
+            snprintf(why, whysz, "value of '%s' is not valid UTF-8", k);
+            return -1;
+        }
+        if (has_control(v, vlen)) {
+            snprintf(why, whysz, "value of '%s' contains a line break or control character", k);
+            return -1;
+        }
+        ac_py_strip(v, vlen, &a, &b);
+        if (vlen > 0 && (a != 0 || b != vlen)) {
+            snprintf(why, whysz, "value of '%s' has leading or trailing whitespace", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 char *ac_msg_compose(const struct ac_msg_fields *f, size_t *len)
 {
-    size_t body_len = ac_py_rstrip_len(f->body, f->body_len);
+    size_t body_len = ac_py_rstrip_len(f->body, f->body_len), i;
     const char *to = f->to && f->to[0] ? f->to : "all";
     size_t cap = 256 + strlen(f->from) + strlen(to) + strlen(f->channel) +
                  (f->reply_to ? strlen(f->reply_to) : 0) +
                  strlen(f->ts) + strlen(f->status) + strlen(f->title) + body_len;
-    char *out = malloc(cap), num[32];
+    char *out, num[32];
     size_t o = 0;
 
+    for (i = 0; i < f->nextra; i++)
+        cap += strlen(f->extra[i].key) + strlen(f->extra[i].value) + 4;
+    out = malloc(cap);
     if (!out)
         return NULL;
     memcpy(out, "---\n", 4);
@@ -173,6 +263,8 @@ char *ac_msg_compose(const struct ac_msg_fields *f, size_t *len)
     o += put_line(out + o, "ts", f->ts);
     o += put_line(out + o, "status", f->status);
     o += put_line(out + o, "title", f->title);
+    for (i = 0; i < f->nextra; i++)
+        o += put_line(out + o, f->extra[i].key, f->extra[i].value);
     memcpy(out + o, "---\n", 4);
     o += 4;
     memcpy(out + o, f->body, body_len);

@@ -6,11 +6,14 @@
  *   st:channels()                         -- { "a", "b" }
  *   st:create(name, meta_json)            -- true
  *   local ch = st:channel(name)           -- userdata "agentchat.channel"
- *   ch:post{from=, to=, title=, status=, body=, reply_to=}  -- seq, file name
- *                                         (and a warning when the message is
- *                                         visible but its fsync failed)
+ *   ch:post{from=, to=, title=, status=, body=, reply_to=,
+ *           extra = {{key, value}, ...}}  -- seq, file name (and a warning
+ *                                         when the message is visible but
+ *                                         its fsync failed); extra: more
+ *                                         frontmatter after title, in order
  *   ch:fetch{as=, after=, all=, stamp=}   -- inbox table (see push_inbox)
  *   ch:last(n)                            -- inbox table of the last n
+ *   ch:message(seq)                       -- inbox table of message #seq
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
  *   ch:meta()                             -- raw _meta.json bytes
  *   ch:cursor(agent) / ch:set_cursor(agent, n)
@@ -404,6 +407,56 @@ static const char *reply_text(lua_State *L, int idx, char *buf)
     return strcmp(s, "0") == 0 || strcmp(s, "-0") == 0 ? NULL : s;
 }
 
+/* The optional `extra` field of post: a list of {key, value} string pairs,
+ * in the order they are written. The array lives in a userdata left on the
+ * stack (a raise below cannot leak it); the strings stay alive in the
+ * argument table. Returns the count, or -1 after pushing a failure for a
+ * NUL byte (the check of keys and values is the backend's,
+ * ac_fm_extra_check). Raises for anything that is not such a list. */
+static int extra_fields(lua_State *L, int idx, struct ac_fm_field **out)
+{
+    lua_Integer n, i;
+    struct ac_fm_field *v;
+
+    *out = NULL;
+    lua_getfield(L, idx, "extra");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (!lua_istable(L, -1))
+        luaL_error(L, "field 'extra' must be a list of {key, value} pairs");
+    n = luaL_len(L, -1);
+    if (n > AC_FM_EXTRA_MAX) {
+        lua_pop(L, 1);
+        ac_lua_fail(L, "MESSAGE_INVALID_FIELD", 1, "too many extra frontmatter fields");
+        return -1;
+    }
+    v = lua_newuserdatauv(L, sizeof *v * (size_t)(n > 0 ? n : 1), 0);
+    lua_insert(L, -2);                          /* userdata below the list */
+    for (i = 1; i <= n; i++) {
+        size_t klen, vlen;
+        lua_geti(L, -1, i);
+        if (!lua_istable(L, -1))
+            luaL_error(L, "field 'extra' must be a list of {key, value} pairs");
+        lua_geti(L, -1, 1);
+        lua_geti(L, -2, 2);
+        if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+            luaL_error(L, "field 'extra': key and value must be strings");
+        v[i - 1].key = lua_tolstring(L, -2, &klen);
+        v[i - 1].value = lua_tolstring(L, -1, &vlen);
+        if (strlen(v[i - 1].key) != klen || strlen(v[i - 1].value) != vlen) {
+            lua_pop(L, 4);
+            ac_lua_fail(L, "MESSAGE_INVALID_FIELD", 1, "frontmatter keys and values must not contain NUL bytes");
+            return -1;
+        }
+        lua_pop(L, 3);                          /* the pair keeps them alive */
+    }
+    lua_pop(L, 1);                              /* the list; userdata stays */
+    *out = v;
+    return (int)n;
+}
+
 static int chan_post(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
@@ -411,6 +464,8 @@ static int chan_post(lua_State *L)
     struct ac_post_req req;
     struct ac_post_result res;
     struct ac_err err = AC_ERR_INIT;
+    struct ac_fm_field *extra;
+    int nextra;
 
     luaL_checktype(L, 2, LUA_TTABLE);
     memset(&req, 0, sizeof req);
@@ -420,6 +475,11 @@ static int chan_post(lua_State *L)
     req.status = opt_field_string(L, 2, "status", "discussion");
     req.body = field_string_len(L, 2, "body", &req.body_len);
     req.reply_to = reply_text(L, 2, reply);
+    nextra = extra_fields(L, 2, &extra);       /* may raise */
+    if (nextra == -1)
+        return 4;                               /* nil, message, code, exit */
+    req.extra = extra;
+    req.nextra = (size_t)nextra;
     res.published = 0;
     if (c->ch->store->ops->msg_post(c->ch, &req, &res, &err) == -1) {
         if (!res.published)
@@ -540,6 +600,21 @@ static int chan_last(lua_State *L)
         }
         in.n = 0;
     }
+    push_inbox(L, &in);
+    ac_inbox_free(&in);
+    return 1;
+}
+
+/* ch:message(seq): inbox table of the message file(s) with that seq, any
+ * recipient (none: an empty messages list). */
+static int chan_message(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    lua_Integer seq = luaL_checkinteger(L, 2);
+    struct ac_inbox in;
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_inbox_seq(c->ch, seq > 0 ? (uint64_t)seq : 0, &in, &err) == -1)
+        return fail_err(L, &err);
     push_inbox(L, &in);
     ac_inbox_free(&in);
     return 1;
@@ -695,6 +770,7 @@ static const luaL_Reg chan_methods[] = {
     { "post", chan_post },
     { "fetch", chan_fetch },
     { "last", chan_last },
+    { "message", chan_message },
     { "summary", chan_summary },
     { "cursor", chan_cursor },
     { "set_cursor", chan_set_cursor },

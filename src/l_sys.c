@@ -19,6 +19,9 @@
  *   sys.getpid()
  *   sys.home()                      -- $HOME, else the password database
  *   sys.iso_has_offset(s)           -- ISO-8601 with an offset? (nil: not ISO)
+ *   sys.iso_epoch(s)                -- seconds since 1970 (float) | nil: not ISO
+ *   sys.time()                      -- wall clock, seconds since 1970 (float)
+ *   sys.uuid4()                     -- 32 lower-case hex digits | nil, message, "IO_ERROR"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +35,7 @@
 #include <lua.h>
 
 #include "agentchat/clock.h"
+#include "agentchat/codec.h"
 #include "agentchat/fsutil.h"
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
@@ -223,6 +227,39 @@ static int l_iso_has_offset(lua_State *L)
     return 1;
 }
 
+/* sys.iso_epoch(s): the instant of an ISO-8601 timestamp as Python 3.11's
+ * fromisoformat() reads it (a naive one is taken as UTC), in seconds since
+ * 1970 with microseconds; nil when it is not one. */
+static int l_iso_epoch(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    int64_t us;
+    int flags;
+    if (ac_isotime_parse(s, len, &us, &flags) == -1)
+        return 0;
+    lua_pushnumber(L, (lua_Number)us / 1e6);
+    return 1;
+}
+
+/* sys.time(): the wall clock (CLOCK_REALTIME) in seconds since 1970, the
+ * clock timestamps in files are compared with. */
+static int l_time(lua_State *L)
+{
+    lua_pushnumber(L, (lua_Number)ac_isotime_now_us() / 1e6);
+    return 1;
+}
+
+/* sys.uuid4(): a random id as Python's uuid.uuid4().hex (request ids). */
+static int l_uuid4(lua_State *L)
+{
+    char id[33];
+    if (ac_uuid4_hex(id) == -1)
+        return ac_lua_fail(L, "IO_ERROR", 1, "no randomness available for a uuid4");
+    lua_pushstring(L, id);
+    return 1;
+}
+
 static int l_getpid(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)getpid());
@@ -244,6 +281,9 @@ static const luaL_Reg funcs[] = {
     { "interrupted", l_interrupted },
     { "getpid", l_getpid },
     { "iso_has_offset", l_iso_has_offset },
+    { "iso_epoch", l_iso_epoch },
+    { "time", l_time },
+    { "uuid4", l_uuid4 },
     { "home", l_home },
     { NULL, NULL }
 };

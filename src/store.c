@@ -165,3 +165,27 @@ int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_
     ac_listing_free(&l);
     return rc;
 }
+
+int ac_inbox_seq(struct ac_chan *ch, uint64_t seq, struct ac_inbox *out, struct ac_err *err)
+{
+    struct ac_listing l;
+    size_t i;
+    int rc = 0;
+
+    memset(out, 0, sizeof *out);
+    if (seq == 0 || seq > (uint64_t)INT64_MAX) {
+        out->max_seq = 0;
+        return 0;
+    }
+    if (ch->store->ops->msg_list(ch, (int64_t)seq - 1, 1, &l, err) == -1)
+        return -1;
+    out->max_seq = l.max_seq;
+    out->count = l.count;
+    /* The listing is sorted by (seq, name): the files of `seq` come first. */
+    for (i = 0; i < l.n && l.v[i].seq == seq && rc == 0; i++)
+        rc = load_one(ch, &l.v[i], NULL, 1, out, err);
+    if (rc == -1)
+        ac_inbox_free(out);
+    ac_listing_free(&l);
+    return rc;
+}

@@ -363,6 +363,11 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     int rc;
 
     out->published = 0;
+    if (req->nextra > 0) {
+        char why[512];
+        if (ac_fm_extra_check(req->extra, req->nextra, why, sizeof why) == -1)
+            return ac_err_set(err, AC_EXIT_GENERAL, "MESSAGE_INVALID_FIELD", "%s", why);
+    }
     if (ac_seqlock_acquire(fd, &lk, err) == -1)
         return -1;
     if (disk_state(fd, &lk, &disk_max, &count, err) == -1)
@@ -383,6 +388,8 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     f.title = req->title;
     f.body = req->body;
     f.body_len = req->body_len;
+    f.extra = req->extra;
+    f.nextra = req->nextra;
 
     for (;;) {
         char resv[AC_SEQ_RESERVATION_MAX], *text;

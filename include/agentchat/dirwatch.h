@@ -22,7 +22,10 @@
  *     struct ac_dirwatch *w = ac_dirwatch_open(dirfd);   // before the first scan
  *     while (!found) { scan(); if (ac_dirwatch_wait(w, ns) == -1) break; }
  *     ac_dirwatch_close(w);
- * ac_dirwatch_wait on a NULL watch just sleeps.
+ * ac_dirwatch_wait on a NULL watch just sleeps. A caller that must see
+ * changes in several directories (receipts: the cursors and the acks of a
+ * message) adds them to one watch with ac_dirwatch_add, so all of them
+ * share the one dnotify signal instead of falling back to inotify.
  */
 #ifndef AGENTCHAT_DIRWATCH_H
 #define AGENTCHAT_DIRWATCH_H
@@ -34,6 +37,12 @@ struct ac_dirwatch;
 /* Start watching the directory open as dirfd (entries created, removed,
  * renamed, modified, attributes). NULL when no mechanism works. */
 struct ac_dirwatch *ac_dirwatch_open(int dirfd);
+
+/* Watch one more directory with the same watch (a wake-up then means that
+ * any of them changed): up to 4 more with dnotify, any number with
+ * inotify. Returns 0, or -1 with errno (EINVAL for a NULL watch); the watch
+ * keeps working on its earlier directories either way. */
+int ac_dirwatch_add(struct ac_dirwatch *w, int dirfd);
 
 /* 1: something changed (or may have); 0: timeout; -1 with errno EINTR when
  * an interrupt signal arrived (see clock.h). */

@@ -13,6 +13,17 @@
  * become one space (no frontmatter injection); the body is right-stripped
  * and followed by one "\n".
  *
+ * Extra fields (typed messages, docs/protocols.md: type, request_id, role,
+ * ...) are written after title, in the order given, so every reader of the
+ * Python tool's format still finds its eight fields where it expects them
+ * and simply keeps the others. A message without extras is byte-identical
+ * to one written before extras existed. Extras are checked, not repaired
+ * (ac_fm_extra_check): a key that is not [a-z][a-z0-9_]* or that names a
+ * standard field, a value with a control character (a line break would
+ * end the line and could forge a fence or a key), leading or trailing
+ * whitespace (the reader strips it, so it would not survive) or invalid
+ * UTF-8 is refused.
+ *
  * Calling sequence (reading):
  *     struct ac_fm fm;
  *     ac_fm_parse(text, len, &fm);      // text must outlive fm
@@ -59,6 +70,20 @@ int ac_fm_is_relevant(const struct ac_fm *fm, const char *agent, size_t agent_le
 /* True when `to` is a broadcast form. */
 int ac_fm_to_is_broadcast(const char *to, size_t len);
 
+/* An extra frontmatter pair (NUL-terminated key and value). */
+struct ac_fm_field {
+    const char *key;
+    const char *value;
+};
+
+#define AC_FM_EXTRA_MAX 32      /* extra pairs per message */
+#define AC_FM_KEY_MAX 64        /* bytes of an extra key */
+#define AC_FM_VALUE_MAX 4096    /* bytes of an extra value */
+
+/* Check n extra pairs against the rules above (and the limits). Returns 0,
+ * or -1 with a one-line reason (NUL-terminated, cut to whysz) in why. */
+int ac_fm_extra_check(const struct ac_fm_field *extra, size_t n, char *why, size_t whysz);
+
 struct ac_msg_fields {
     uint64_t seq;
     const char *from;
@@ -72,6 +97,8 @@ struct ac_msg_fields {
     const char *title;
     const char *body;
     size_t body_len;
+    const struct ac_fm_field *extra;   /* written after title, in order */
+    size_t nextra;                     /* (checked by the caller) */
 };
 
 /* Compose the exact file text. Returns a malloc'ed NUL-terminated buffer

@@ -31,6 +31,7 @@ int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *messa
 int luaopen_agentchat_store(lua_State *L);
 int luaopen_agentchat_sys(lua_State *L);
 int luaopen_agentchat_tasks(lua_State *L);
+int luaopen_agentchat_receipts(lua_State *L);
 int luaopen_agentchat_pathlocks(lua_State *L);
 int luaopen_agentchat_json(lua_State *L);
 int luaopen_agentchat_readline(lua_State *L);

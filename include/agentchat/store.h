@@ -38,6 +38,12 @@ struct ac_post_req {
     const char *body;
     size_t body_len;
     const char *reply_to;     /* decimal text or NULL (see ac_msg_fields) */
+    const struct ac_fm_field *extra;  /* extra frontmatter after title (typed
+                                         messages); the backend checks them
+                                         with ac_fm_extra_check and fails with
+                                         MESSAGE_INVALID_FIELD, exit 1, before
+                                         allocating a seq */
+    size_t nextra;
 };
 
 struct ac_post_result {
@@ -150,6 +156,12 @@ enum {
  * with AC_INBOX_ALL), read and parsed. */
 int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int flags,
                    struct ac_inbox *out, struct ac_err *err);
+
+/* The message file(s) whose seq is `seq`, any recipient, read and parsed:
+ * normally one; none (out->n == 0) when there is no such message; two or
+ * more only where a writer without our seq protocol made them. max_seq and
+ * count describe the channel as the lookup saw it. */
+int ac_inbox_seq(struct ac_chan *ch, uint64_t seq, struct ac_inbox *out, struct ac_err *err);
 
 /* The last `n` messages by seq, regardless of recipient. */
 int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_err *err);

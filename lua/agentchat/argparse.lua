@@ -549,7 +549,11 @@ end
 -- value | nil, type_name_or_{message=...}), type_name (name used in
 -- "invalid <name> value" for function types), default, choices (list),
 -- action ("store" | "store_true" | "store_false" | "store_const" |
--- "append" | "append_const" | "extend" | "count"), nargs, const.
+-- "append" | "append_const" | "extend" | "count"), nargs, const, abbrev
+-- (false: the option is only recognised when spelled in full, an
+-- extension: an option added to a command that Python's parser lacked
+-- must not make an abbreviation that used to be unique ambiguous, e.g.
+-- post's --re for --reply once --request-id exists).
 -- Returns the action table.
 function Parser:option(spec)
   if #spec == 0 then
@@ -576,6 +580,7 @@ function Parser:option(spec)
   local action = self:_finish_action(spec, {
     option_strings = strings, dest = dest, required = spec.required == true,
   })
+  action.abbrev = spec.abbrev ~= false
   return self:_add_action(action)
 end
 
@@ -887,8 +892,9 @@ function Parser:_get_option_tuples(arg)
         prefix, explicit = arg:sub(1, eq - 1), arg:sub(eq + 1)
       end
       for _, s in ipairs(self._option_order) do
-        if starts_with(s, prefix) then
-          result[#result + 1] = { action = self._option_map[s], option = s,
+        local action = self._option_map[s]
+        if starts_with(s, prefix) and action.abbrev ~= false then
+          result[#result + 1] = { action = action, option = s,
             explicit = explicit }
         end
       end

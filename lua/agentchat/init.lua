@@ -335,6 +335,9 @@ local function message(m)
   m.status = f.status
   m.ts = f.ts
   m.reply_to = f.reply_to
+  m.type = f.type              -- typed messages (docs/protocols.md)
+  m.request_id = f.request_id
+  m.role = f.role
   return m
 end
 
@@ -352,8 +355,9 @@ local function batch_of(inbox, agent, before)
   }
 end
 
---- Post a message. t = {from, title, body, to="all", reply=0, status="discussion"}.
---- Returns {seq, file, channel}.
+--- Post a message. t = {from, title, body, to="all", reply=0, status="discussion",
+--- type=, request_id=, role=, fields={key=value}} (the last four are extra
+--- frontmatter after title, docs/protocols.md). Returns {seq, file, channel}.
 function Channel:post(t)
   if type(t) ~= "table" then
     error("post expects a table", 2)
@@ -380,9 +384,17 @@ function Channel:post(t)
   if to == nil or to == "" then
     to = "all"
   end
+  local extra
+  if t.type ~= nil or t.request_id ~= nil or t.role ~= nil or t.fields ~= nil then
+    local msg, code, exit
+    extra, msg, code, exit = require("agentchat.protocols").extra_fields(t)
+    if not extra then
+      return nil, msg, code, exit
+    end
+  end
   local seq, file, code, exit = self._h:post{
     from = t.from, to = to, title = t.title, status = t.status or "discussion",
-    body = t.body, reply_to = reply,
+    body = t.body, reply_to = reply, extra = extra,
   }
   if not seq then
     return nil, file, code, exit
@@ -401,13 +413,25 @@ function Channel:set_cursor(agent, value)
   return self._h:set_cursor(agent, value)
 end
 
+-- opts.after: an explicit seq to look above instead of the cursor.
+local function after_of(self, opts)
+  if opts.after ~= nil then
+    if math.type(opts.after) ~= "integer" then
+      error("after must be an integer seq", 3)
+    end
+    return opts.after
+  end
+  return self._h:cursor(opts.as)
+end
+
 --- Unread messages for opts.as without moving the cursor.
 --- opts.all: everything from seq 1, own messages and others' included.
+--- opts.after: look above this seq instead of the cursor.
 function Channel:fetch(opts)
   if type(opts) ~= "table" or type(opts.as) ~= "string" then
     error("fetch expects {as = name}", 2)
   end
-  local before = self._h:cursor(opts.as)
+  local before = after_of(self, opts)
   local inbox, msg, code, exit = self._h:fetch{
     as = opts.as, after = opts.all and 0 or before, all = opts.all and true or false,
   }
@@ -429,7 +453,7 @@ function Channel:read(opts)
   if not batch then
     return nil, msg, code, exit
   end
-  if not opts.peek then
+  if not opts.peek and opts.after == nil then
     local ok
     ok, msg, code, exit = self:commit(batch)
     if not ok then
@@ -441,13 +465,13 @@ end
 
 --- Block until relevant messages arrive (opts.timeout seconds, default 900;
 --- opts.interval, default 5). Returns a batch like fetch, committed unless
---- opts.peek; or nil, "timed out", "ETIMEDOUT" / nil, "cancelled by user",
---- "INTERRUPTED".
+--- opts.peek (or opts.after: wait above that seq, cursor untouched); or nil,
+--- "timed out", "ETIMEDOUT" / nil, "cancelled by user", "INTERRUPTED".
 function Channel:wait(opts)
   if type(opts) ~= "table" or type(opts.as) ~= "string" then
     error("wait expects {as = name}", 2)
   end
-  local before = self._h:cursor(opts.as)
+  local before = after_of(self, opts)
   local inbox, msg, code, exit = self._h:wait{
     as = opts.as, after = before, timeout = opts.timeout or 900.0,
     interval = opts.interval or 5.0,
@@ -456,7 +480,7 @@ function Channel:wait(opts)
     return nil, msg, code, exit
   end
   local batch = batch_of(inbox, opts.as, before)
-  if not opts.peek then
+  if not opts.peek and opts.after == nil then
     local ok
     ok, msg, code, exit = self:commit(batch)
     if not ok then
@@ -502,6 +526,9 @@ require("agentchat.api.tasks").install(Channel, M)
 require("agentchat.api.locks").install(Channel, M)
 require("agentchat.api.events").install(Channel, M)
 require("agentchat.api.state").install(Channel, M)
+require("agentchat.api.protocols").install(Channel, M)
+require("agentchat.api.receipts").install(Channel, M)
+require("agentchat.api.inbox").install(Channel, M)
 require("agentchat.api.fsck").install(Root)
 M.errors = errors
 M.pycompat = py

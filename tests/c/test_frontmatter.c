@@ -198,7 +198,7 @@ struct compose_case {
 };
 
 #define FIELDS(seq, from, to, reply, chan, ts, status, title, body) \
-    { seq, from, to, reply, chan, ts, status, title, body, sizeof(body) - 1 }
+    { seq, from, to, reply, chan, ts, status, title, body, sizeof(body) - 1, NULL, 0 }
 
 static const struct compose_case compose_cases[] = {
     { "SPEC example",
@@ -336,6 +336,123 @@ static void test_roundtrip(void)
     free(out);
 }
 
+/* ---- extra fields (typed messages) ---- */
+
+static const struct ac_fm_field typed[] = {
+    { "type", "shutdown_request" }, { "request_id", "3f2a" }, { "role", "parent" }
+};
+
+/* Extras come after title, in order; without them nothing changes. */
+static void test_compose_extra(void)
+{
+    struct ac_msg_fields f = FIELDS(4, "bob", "all", "2", "demo", TS, "discussion", "t", "hi\n");
+    const char *plain = "---\nseq: 4\nfrom: bob\nto: all\nreply_to: 2\nchannel: demo\nts: " TS
+                        "\nstatus: discussion\ntitle: t\n---\nhi\n";
+    const char *want = "---\nseq: 4\nfrom: bob\nto: all\nreply_to: 2\nchannel: demo\nts: " TS
+                       "\nstatus: discussion\ntitle: t\ntype: shutdown_request\nrequest_id: 3f2a\n"
+                       "role: parent\n---\nhi\n";
+    struct ac_fm fm;
+    const char *v;
+    size_t len, vlen;
+    char *out;
+
+    f.extra = typed;
+    f.nextra = 0;
+    out = ac_msg_compose(&f, &len);
+    TAP_OK(out && len == strlen(plain) && memcmp(out, plain, len) == 0,
+           "compose: an empty extra list changes no byte");
+    free(out);
+    f.nextra = COUNT(typed);
+    out = ac_msg_compose(&f, &len);
+    TAP_OK(out && len == strlen(want) && memcmp(out, want, len) == 0,
+           "compose: extras after title, in the order given");
+    if (!out)
+        return;
+    ac_fm_parse(out, len, &fm);
+    TAP_INT_EQ(fm.npairs, 11, "extras: the reader sees eleven fields");
+    TAP_OK(ac_fm_get(&fm, "request_id", &v, &vlen) && vlen == 4 && memcmp(v, "3f2a", 4) == 0,
+           "extras: request_id reads back");
+    TAP_OK(ac_fm_get(&fm, "title", &v, &vlen) && vlen == 1 && v[0] == 't',
+           "extras: title is still the title");
+    ac_fm_free(&fm);
+    free(out);
+}
+
+struct extra_case {
+    const char *name;
+    const char *key, *value;
+    const char *why;          /* NULL: accepted; else a substring of the reason */
+};
+
+static const struct extra_case extra_cases[] = {
+    { "plain pair", "type", "plan_approval_request", NULL },
+    { "empty value", "note", "", NULL },
+    { "digits and underscore in the key", "x_2", "v", NULL },
+    { "UTF-8 value", "label", "zo\xc3\xab \xe6\x97\xa5", NULL },
+    { "inner spaces", "reason", "not yet, sorry", NULL },
+    { "value '---'", "x", "---", NULL },
+    { "upper-case key", "Type", "v", "must match" },
+    { "key with '-'", "request-id", "v", "must match" },
+    { "key starting with a digit", "1x", "v", "must match" },
+    { "empty key", "", "v", "must match" },
+    { "key '---'", "---", "v", "must match" },
+    { "key with a newline", "a\nb", "v", "must match" },
+    { "key of 65 bytes", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "v",
+      "must match" },
+    { "standard key title", "title", "v", "standard field" },
+    { "standard key from", "from", "mallory", "standard field" },
+    { "standard key reply_to", "reply_to", "1", "standard field" },
+    { "LF in the value", "x", "a\n---\nfrom: mallory", "line break" },
+    { "CR in the value", "x", "a\rb", "line break" },
+    { "tab in the value", "x", "a\tb", "control" },
+    { "DEL in the value", "x", "a\x7f", "control" },
+    { "C1 control in the value", "x", "a\xc2\x85", "control" },
+    { "invalid UTF-8", "x", "\xff", "UTF-8" },
+    { "leading space", "x", " v", "whitespace" },
+    { "trailing NBSP", "x", "v\xc2\xa0", "whitespace" },
+};
+
+static void test_extra_check(void)
+{
+    size_t i;
+    char why[512];
+    for (i = 0; i < COUNT(extra_cases); i++) {
+        const struct extra_case *c = &extra_cases[i];
+        struct ac_fm_field one = { c->key, c->value };
+        int rc;
+        why[0] = '\0';
+        rc = ac_fm_extra_check(&one, 1, why, sizeof why);
+        if (!c->why)
+            TAP_OK(rc == 0, "extra check accepts %s (%s)", c->name, why);
+        else
+            TAP_OK(rc == -1 && strstr(why, c->why) && !strchr(why, '\n'),
+                   "extra check refuses %s: %s", c->name, why);
+    }
+    {
+        struct ac_fm_field two[2] = { { "type", "a" }, { "type", "b" } };
+        struct ac_fm_field many[AC_FM_EXTRA_MAX + 1];
+        char big[AC_FM_VALUE_MAX + 2];
+        TAP_OK(ac_fm_extra_check(two, 2, why, sizeof why) == -1 && strstr(why, "twice"),
+               "extra check refuses a key given twice");
+        for (i = 0; i < COUNT(many); i++) {
+            many[i].key = "k";
+            many[i].value = "v";
+        }
+        TAP_OK(ac_fm_extra_check(many, COUNT(many), why, sizeof why) == -1 && strstr(why, "too many"),
+               "extra check refuses more than %d pairs", AC_FM_EXTRA_MAX);
+        memset(big, 'a', sizeof big - 1);
+        big[sizeof big - 1] = '\0';
+        two[0].value = big;
+        TAP_OK(ac_fm_extra_check(two, 1, why, sizeof why) == -1 && strstr(why, "longer"),
+               "extra check refuses a value over %d bytes", AC_FM_VALUE_MAX);
+        big[AC_FM_VALUE_MAX] = '\0';
+        TAP_OK(ac_fm_extra_check(two, 1, why, sizeof why) == 0,
+               "extra check accepts a value of exactly %d bytes", AC_FM_VALUE_MAX);
+        TAP_OK(ac_fm_extra_check(typed, COUNT(typed), why, sizeof why) == 0,
+               "extra check accepts type, request_id and role together");
+    }
+}
+
 int main(void)
 {
     test_parse();
@@ -344,5 +461,7 @@ int main(void)
     test_compose();
     test_compose_edges();
     test_roundtrip();
+    test_compose_extra();
+    test_extra_check();
     return tap_done();
 }
