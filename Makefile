@@ -53,10 +53,10 @@ RUNTIME_SRC := src/err.c src/fault.c src/fsutil.c src/utf8.c src/pystr.c src/slu
                src/dirwatch.c src/scan.c src/seq.c src/cursor.c src/store.c src/store_fs.c \
                src/wait.c src/mutex.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c \
                src/pathlock.c src/pathlock_journal.c \
-               src/taskrec.c src/board.c src/lease.c src/sha256.c
+               src/taskrec.c src/board.c src/lease.c src/fsck.c src/receipts.c src/sha256.c
 RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
-            src/l_json.c src/l_readline.c src/l_yaml.c src/l_folder.c
+            src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c
 LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/%.o)

@@ -23,7 +23,7 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim lock check unlock recover recover-pending state compact task event import run watch repl hook config"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox lock check unlock recover recover-pending state compact task event import run watch repl hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
 _agent_chat_import_commands="team bus"
@@ -52,7 +52,7 @@ _agent_chat_spec()
         channels) ;;
         roster) _agent_chat_pos="channel" ;;
         post)
-            _agent_chat_valued="--from --to --title --reply --status --body --body-file"
+            _agent_chat_valued="--from --to --title --reply --status --body --body-file --wait-for --timeout"
             _agent_chat_pos="channel" ;;
         read)
             _agent_chat_valued="--as"; _agent_chat_flags+=" --all --peek"
@@ -60,6 +60,9 @@ _agent_chat_spec()
         wait) _agent_chat_valued="--as --timeout --interval"; _agent_chat_pos="channel" ;;
         peek) _agent_chat_valued="-n"; _agent_chat_pos="channel" ;;
         claim) _agent_chat_valued="--as"; _agent_chat_pos="channel marker" ;;
+        ack) _agent_chat_valued="--as"; _agent_chat_pos="channel none" ;;
+        receipts) _agent_chat_flags+=" --json"; _agent_chat_pos="channel none" ;;
+        inbox) _agent_chat_valued="--as --channels"; _agent_chat_flags+=" --peek --json" ;;
         lock) _agent_chat_valued="$as $lease"; _agent_chat_pos="channel path +" ;;
         check) _agent_chat_valued="$as"; _agent_chat_pos="channel path +" ;;
         unlock) _agent_chat_valued="$as"; _agent_chat_pos="channel lock" ;;
@@ -106,6 +109,7 @@ _agent_chat_spec()
         repl) _agent_chat_valued="--history"; _agent_chat_flags+=" --no-history" ;;
         hook) _agent_chat_pos="hook" ;;
         config) _agent_chat_flags+=" --json" ;;
+        fsck) _agent_chat_flags+=" --repair --json --verbose"; _agent_chat_pos="channel +" ;;
         *) return 1 ;;
     esac
     return 0
@@ -120,6 +124,7 @@ _agent_chat_choices()
         "event post:--status") echo "ready busy idle blocked stopped" ;;
         "task update:--status") echo "open in_progress blocked done cancelled" ;;
         *:--resolve-publication) echo "rollback published" ;;
+        "post:--wait-for") echo "read acked" ;;
     esac
 }
 

@@ -60,7 +60,7 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int read_record(int dirfd, const char *name, json_t **out, struct ac_err *err)
+int ac_board_read_record(int dirfd, const char *name, json_t **out, struct ac_err *err)
 {
     char *data, msg[AC_PYJSON_MSG_MAX];
     size_t len;
@@ -102,7 +102,7 @@ static int load(struct ac_board *b, struct ac_err *err)
         qsort(c.v, c.n, sizeof *c.v, cmp_name);
     for (i = 0; i < c.n && rc == 0; i++) {
         json_t *rec = NULL;
-        rc = read_record(tfd, c.v[i], &rec, err);
+        rc = ac_board_read_record(tfd, c.v[i], &rec, err);
         if (rc == 0) {
             rc = ac_task_validate(rec, c.v[i], b->channel, b->chfd, err);
             if (rc == 0) {

@@ -3,8 +3,9 @@
  *
  *   local rc = require "agentchat.receipts"
  *   rc.check_agent(name)                 -- true
- *   rc.message(h, seq)                   -- inbox of the file(s) with that seq
  *   rc.write_ack(h, seq, agent, bytes)   -- true (written) | false (acked before)
+ *                                           (true, warning: written, but the
+ *                                           directory fsync failed)
  *   rc.read_ack(h, seq, agent)           -- bytes, mtime | false (no ack)
  *   rc.acks(h, seq)                      -- { agent, ... } sorted
  *   rc.cursor(h, agent)                  -- value, mtime | value, nil (no file)
@@ -12,8 +13,7 @@
  *                                        -- true | nil, "timed out",
  *                                           "RECEIPT_TIMEOUT", 2, {missing...}
  *
- * `h` is the "agentchat.channel" handle (Channel:handle()); an inbox is the
- * table h:fetch returns. Times are ISO-8601 strings in the local zone with
+ * `h` is the "agentchat.channel" handle (Channel:handle()). Times are ISO-8601 strings in the local zone with
  * microseconds, from the file's modification time. The record bytes are
  * composed and parsed in Lua (agentchat.api.receipts); this module only
  * publishes and reads them (receipts.h). Expected failures return nil,
@@ -82,26 +82,10 @@ static int l_check_agent(lua_State *L)
     const char *s = luaL_checklstring(L, 1, &len);
     if (strlen(s) != len)
         return ac_lua_fail(L, "RECEIPT_INVALID_AGENT", 1,
-                           "invalid agent name (control character blocked)");
+                           "invalid agent name (control character blocked): NUL byte");
     if (ac_ack_agent_check(s, &err) == -1)
         return fail_err(L, &err);
     lua_pushboolean(L, 1);
-    return 1;
-}
-
-static int l_message(lua_State *L)
-{
-    struct ac_chan *ch;
-    uint64_t seq;
-    struct ac_inbox in;
-    struct ac_err err = AC_ERR_INIT;
-
-    chan_fd(L, 1, &ch);
-    seq = check_seq(L, 2);
-    if (ac_inbox_seq(ch, seq, &in, &err) == -1)
-        return fail_err(L, &err);
-    ac_lua_push_inbox(L, &in);      /* may raise (memory): `in` would leak */
-    ac_inbox_free(&in);
     return 1;
 }
 
@@ -120,7 +104,11 @@ static int l_write_ack(lua_State *L)
     rc = ac_ack_write(fd, seq, agent, data, len, &err);
     if (rc == -1)
         return fail_err(L, &err);
-    lua_pushboolean(L, rc);
+    lua_pushboolean(L, rc != 0);
+    if (rc == 2) {
+        lua_pushstring(L, err.msg);
+        return 2;
+    }
     return 1;
 }
 
@@ -214,7 +202,7 @@ static int l_wait(lua_State *L)
         agents[i - 1] = luaL_checklstring(L, -1, &len);   /* may raise */
         if (strlen(agents[i - 1]) != len)
             return ac_lua_fail(L, "RECEIPT_INVALID_AGENT", 1,
-                               "invalid agent name (control character blocked)");
+                               "invalid agent name (control character blocked): NUL byte");
         lua_pop(L, 1);      /* the table keeps the string alive */
     }
     if (fd == -1)
@@ -242,7 +230,6 @@ static int l_wait(lua_State *L)
 
 static const luaL_Reg funcs[] = {
     { "check_agent", l_check_agent },
-    { "message", l_message },
     { "write_ack", l_write_ack },
     { "read_ack", l_read_ack },
     { "acks", l_acks },
@@ -254,7 +241,5 @@ static const luaL_Reg funcs[] = {
 int luaopen_agentchat_receipts(lua_State *L)
 {
     luaL_newlib(L, funcs);
-    lua_pushinteger(L, AC_ACK_AGENT_MAX);
-    lua_setfield(L, -2, "AGENT_MAX");
     return 1;
 }

@@ -15,6 +15,7 @@
  *                                         now (checked by the caller)
  *   ch:fetch{as=, after=, all=, stamp=}   -- inbox table (see push_inbox)
  *   ch:last(n)                            -- inbox table of the last n
+ *   ch:message(seq)                       -- inbox table of message #seq
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
  *   ch:meta()                             -- raw _meta.json bytes
  *   ch:cursor(agent) / ch:set_cursor(agent, n)
@@ -607,6 +608,21 @@ static int chan_last(lua_State *L)
     return 1;
 }
 
+/* ch:message(seq): inbox table of the message file(s) with that seq, any
+ * recipient (none: an empty messages list). */
+static int chan_message(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    lua_Integer seq = luaL_checkinteger(L, 2);
+    struct ac_inbox in;
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_inbox_seq(c->ch, seq > 0 ? (uint64_t)seq : 0, &in, &err) == -1)
+        return fail_err(L, &err);
+    push_inbox(L, &in);
+    ac_inbox_free(&in);
+    return 1;
+}
+
 static int chan_summary(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
@@ -757,6 +773,7 @@ static const luaL_Reg chan_methods[] = {
     { "post", chan_post },
     { "fetch", chan_fetch },
     { "last", chan_last },
+    { "message", chan_message },
     { "summary", chan_summary },
     { "cursor", chan_cursor },
     { "set_cursor", chan_set_cursor },

@@ -573,6 +573,19 @@ int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err)
                        "a previous lease mutation needs explicit recovery");
 }
 
+int ac_lease_journal_peek(struct ac_board *b, struct ac_lease_pending *out, struct ac_err *err)
+{
+    struct journal jr;
+    int rc = read_journal(b, &jr, err);
+    if (rc <= 0)
+        return rc;
+    snprintf(out->phase, sizeof out->phase, "%s", jr.phase);
+    snprintf(out->task_id, sizeof out->task_id, "%s", jr.task_id);
+    snprintf(out->event, sizeof out->event, "%s", jr.event);
+    journal_free(&jr);
+    return 1;
+}
+
 /* ---- operations ---- */
 
 static json_t *new_claim(const char *id, const char *channel, const char *owner,

@@ -112,6 +112,8 @@ void ac_lua_openlibs(lua_State *L)
     lua_setfield(L, -2, "agentchat.sys");
     lua_pushcfunction(L, luaopen_agentchat_tasks);
     lua_setfield(L, -2, "agentchat.tasks");
+    lua_pushcfunction(L, luaopen_agentchat_receipts);
+    lua_setfield(L, -2, "agentchat.receipts");
     lua_pushcfunction(L, luaopen_agentchat_json);
     lua_setfield(L, -2, "agentchat.json");
     lua_pushcfunction(L, luaopen_agentchat_pathlocks);
@@ -120,6 +122,8 @@ void ac_lua_openlibs(lua_State *L)
     lua_setfield(L, -2, "agentchat.readline");
     lua_pushcfunction(L, luaopen_agentchat_yaml);
     lua_setfield(L, -2, "agentchat.yaml");
+    lua_pushcfunction(L, luaopen_agentchat_fsck);
+    lua_setfield(L, -2, "agentchat.fsck");
     lua_pushcfunction(L, luaopen_agentchat_folder);
     lua_setfield(L, -2, "agentchat.folder");
     lua_pushcfunction(L, ac_lua_yaml_alias);

@@ -13,13 +13,14 @@
 #define RETRY_NS (10 * 1000000LL)
 #define DEADLINE_NS (10 * 1000000000LL)
 
-/* Open (creating if needed) the lock file as a regular file. */
-static int open_lock(int dirfd, const char *name)
+/* Open (creating it if `create`) the lock file as a regular file. */
+static int open_lock(int dirfd, const char *name, int create)
 {
     struct stat st;
     int fd;
     do
-        fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+        fd = openat(dirfd, name, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                    0644);
     while (fd == -1 && errno == EINTR);
     if (fd == -1)
         return -1;
@@ -39,14 +40,14 @@ static int still_ours(int dirfd, const char *name, int fd)
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m)
+static int acquire(int dirfd, const char *name, int create, struct ac_mutex *m)
 {
     int64_t deadline = ac_clock_mono_ns() + DEADLINE_NS;
     m->fd = -1;
     if (AC_FAULT("mutex.acquire") == -1)
         return -1;
     for (;;) {
-        int fd = open_lock(dirfd, name);
+        int fd = open_lock(dirfd, name, create);
         if (fd == -1)
             return -1;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
@@ -65,6 +66,16 @@ int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m)
         if (ac_clock_sleep_ns(RETRY_NS) == -1)
             return -1;          /* EINTR: interrupted */
     }
+}
+
+int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m)
+{
+    return acquire(dirfd, name, 1, m);
+}
+
+int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m)
+{
+    return acquire(dirfd, name, 0, m);
 }
 
 void ac_mutex_release(struct ac_mutex *m)

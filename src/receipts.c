@@ -135,11 +135,18 @@ int ac_ack_write(int chfd, uint64_t seq, const char *agent, const char *data,
     rc = ac_write_atomic(fd, name, data, len, 0644, AC_ATOMIC_NOREPLACE, "ack");
     if (rc == -1) {
         int e = errno;
-        close(fd);
-        if (e == EEXIST)
+        if (e == EEXIST && ac_is_regular_at(fd, name)) {
+            close(fd);
             return 0;           /* acked before: the first record stays */
-        return ac_err_sys(err, e, NULL, "could not write ack %s/%" PRIu64 "/%s",
-                          AC_ACK_DIR, seq, name);
+        }
+        /* The link may have happened and only the directory fsync failed:
+         * then the ack is there (whole, it was linked from a synced temp)
+         * and the caller reports a warning, not a failure. */
+        rc = ac_is_regular_at(fd, name) ? 2 : -1;
+        close(fd);
+        ac_err_sys(err, e, NULL, "could not write ack %s/%" PRIu64 "/%s",
+                   AC_ACK_DIR, seq, name);
+        return rc;
     }
     close(fd);
     return 1;

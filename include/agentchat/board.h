@@ -104,6 +104,11 @@ struct ac_task_change {
 int ac_board_update(struct ac_board *b, const char *id, const char *actor,
                     const struct ac_task_change *chg, json_t **out, struct ac_err *err);
 
+/* Read tasks/<name> (dirfd: the tasks directory) as JSON, not yet
+ * validated: TASK_INVALID_RECORD "could not read task record <name>: ..."
+ * with the Python tool's wording. *out is a new reference. */
+int ac_board_read_record(int dirfd, const char *name, json_t **out, struct ac_err *err);
+
 /* Helpers shared with lease.c. */
 int ac_board_write_task(struct ac_board *b, const json_t *rec, int noreplace, struct ac_err *err);
 int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err);

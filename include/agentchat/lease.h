@@ -60,6 +60,18 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
 /* LEASE_TRANSACTION_PENDING (or _INVALID) when a journal exists, else 0. */
 int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err);
 
+/* What a pending journal is about (for fsck, which only reports it). */
+struct ac_lease_pending {
+    char phase[16];
+    char task_id[256];
+    char event[64];
+};
+
+/* Read the journal without acting on it: 1 and *out filled when a usable
+ * journal exists, 0 when there is none, -1 with LEASE_TRANSACTION_INVALID
+ * (the message recover-pending would give) for one it cannot use. */
+int ac_lease_journal_peek(struct ac_board *b, struct ac_lease_pending *out, struct ac_err *err);
+
 /* The claim of task `id`: *claim (new reference) and *claim_file (malloc'ed)
  * or both NULL; *expired when its lease_expires_at has passed. */
 int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_file,

@@ -31,10 +31,12 @@ int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *messa
 int luaopen_agentchat_store(lua_State *L);
 int luaopen_agentchat_sys(lua_State *L);
 int luaopen_agentchat_tasks(lua_State *L);
+int luaopen_agentchat_receipts(lua_State *L);
 int luaopen_agentchat_pathlocks(lua_State *L);
 int luaopen_agentchat_json(lua_State *L);
 int luaopen_agentchat_readline(lua_State *L);
 int luaopen_agentchat_yaml(lua_State *L);
+int luaopen_agentchat_fsck(lua_State *L);
 int luaopen_agentchat_folder(lua_State *L);
 /* package.preload["yaml"]: returns require "agentchat.yaml". */
 int ac_lua_yaml_alias(lua_State *L);

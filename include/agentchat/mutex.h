@@ -34,6 +34,12 @@ struct ac_mutex {
  * regular file). */
 int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m);
 
+/* The same for a checker that must not change the folder (fsck): the lock
+ * file is never created; -1 with ENOENT when it does not exist (then no
+ * writer has ever used it... or one is creating it right now, which a
+ * read-only check may ignore: every write it guards is atomic). */
+int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m);
+
 /* Release (idempotent). */
 void ac_mutex_release(struct ac_mutex *m);
 

@@ -36,7 +36,8 @@
  *
  * Calling sequence:
  *     int fd = ch->store->ops->chan_dirfd(ch);
- *     rc = ac_ack_write(fd, seq, "bob", json, len, &err);  // 1 new, 0 existed
+ *     rc = ac_ack_write(fd, seq, "bob", json, len, &err);  // 1 new, 0 existed,
+ *                                                          // 2 new + warning
  *     rc = ac_ack_read(fd, seq, "bob", &data, &len, &mtime_us, &err);
  *     rc = ac_receipts_wait(fd, seq, agents, n, AC_RECEIPT_ACKED,
  *                           timeout_s, interval_s, reached, &err);
@@ -65,7 +66,10 @@ int ac_ack_agent_check(const char *agent, struct ac_err *err);
 /* Publish `len` bytes as the ack of `agent` for message `seq` in the
  * channel directory chfd, creating .acks/ and .acks/<seq>/ as needed.
  * Returns 1 when written, 0 when the agent had already acked (nothing is
- * changed), -1 with err (RECEIPT_INVALID_AGENT, IO_ERROR). */
+ * changed), 2 when the ack was published but the directory fsync after it
+ * failed (err holds the failure, to be shown as a warning: the ack is
+ * visible and whole, its durability unknown), -1 with err
+ * (RECEIPT_INVALID_AGENT, IO_ERROR; nothing was published). */
 int ac_ack_write(int chfd, uint64_t seq, const char *agent, const char *data,
                  size_t len, struct ac_err *err);
 

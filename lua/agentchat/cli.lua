@@ -20,6 +20,9 @@ M.commands = {
   { "wait", "messages", "block until a relevant message arrives" },
   { "peek", "messages", "show the last messages without touching cursors" },
   { "claim", "messages", "legacy: claim a task-<id>.md marker by renaming it" },
+  { "ack", "receipts", "acknowledge a message addressed to you" },
+  { "receipts", "receipts", "show who read and acked a message" },
+  { "inbox", "receipts", "print unread messages across channels and move the cursors" },
   { "lock", "locks", "lock workspace paths for a lease" },
   { "check", "locks", "show the locks overlapping paths" },
   { "unlock", "locks", "release a path lock" },
@@ -35,6 +38,7 @@ M.commands = {
   { "repl", "repl", "interactive Lua with the agentchat API" },
   { "hook", "hooks", "host lifecycle hooks: session-start, prompt, stop" },
   { "config", "config", "show the effective settings and where each comes from" },
+  { "fsck", "fsck", "check channel folders for corruption; --repair fixes the safe things" },
 }
 
 -- Build one command from its family: run the family's register() against a

@@ -546,6 +546,9 @@ require("agentchat.api.locks").install(Channel, M)
 require("agentchat.api.events").install(Channel, M)
 require("agentchat.api.state").install(Channel, M)
 require("agentchat.api.protocols").install(Channel, M)
+require("agentchat.api.receipts").install(Channel, M)
+require("agentchat.api.inbox").install(Channel, M)
+require("agentchat.api.fsck").install(Root)
 require("agentchat.api.import").install(Channel, M)
 M.errors = errors
 M.pycompat = py

@@ -335,7 +335,8 @@ describe("the bash completion", function()
   -- { words..., expected candidates } (the last word is being completed)
   local CASES = {
     { { "agent-chat", "po" }, { "post" } },
-    { { "agent-chat", "re" }, { "read", "recover", "recover-pending", "repl" } },
+    { { "agent-chat", "re" }, { "read", "receipts", "recover", "recover-pending", "repl" } },
+    { { "agent-chat", "post", "dev", "--wait-for", "" }, { "acked", "read" } },
     { { "agent-chat", "task", "cl" }, { "claim" } },
     { { "agent-chat", "task", "re" }, { "recover", "recover-pending", "release", "renew" } },
     { { "agent-chat", "event", "" }, { "post", "read" } },

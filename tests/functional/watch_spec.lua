@@ -382,6 +382,10 @@ return {
       return set_of(seqs_of(log_lines(log), "message"))[1]
     end))
     assert.is_true(F.now() - t0 < 4, "woken by polling, not by a change notification?")
+    -- The cursor moves after the handler returns: the last step to wait for.
+    assert.truthy(eventually(function()
+      return cursor(root, "c", "bob") == 1
+    end))
     job:signal("INT")
     local r = job:finish()
     assert.equal(130, r.code, F.show(r.stderr))
@@ -546,21 +550,28 @@ return {
   it("delivers changes made while it waits, with the lease recovery details", function()
     local log = logfile()
     local s = script(NOTE .. [[
-return { task = function(c)
-  note(c.event .. " " .. c.task_id .. " " .. tostring(c.previous_owner) .. " " .. tostring(c.recovery_reason))
-end }
+return {
+  start = function() note("start") end,
+  task = function(c)
+    note(c.event .. " " .. c.task_id .. " " .. tostring(c.previous_owner) .. " " .. tostring(c.recovery_reason))
+  end,
+}
 ]])
     local job = spawn(root, { "c", "--as", "bob", "--script", s, "--arg", log })
+    -- Changes made before the watch took its first look are not changes to it.
+    assert.truthy(eventually(function()
+      return log_lines(log)[1] == "start"
+    end))
     assert.equal(0, ac({ "--root", root, "task", "create", "c", "t1", "--from", "alice", "--title", "T" }).code)
     assert.equal(0, ac({ "--root", root, "task", "claim", "c", "t1", "--as", "carol", "--lease", "0.01" }).code)
     F.sleep(0.1)
     assert.equal(0, ac({ "--root", root, "task", "recover", "c", "t1", "--as", "dave", "--reason", "gone" }).code)
     assert.truthy(eventually(function()
-      return #log_lines(log) >= 3
+      return #log_lines(log) >= 4
     end))
     job:signal("INT")
     assert.equal(130, job:finish().code)
-    assert.same({ "task.created t1 nil nil", "lease.claimed t1 nil nil", "lease.recovered t1 carol gone" },
+    assert.same({ "start", "task.created t1 nil nil", "lease.claimed t1 nil nil", "lease.recovered t1 carol gone" },
       log_lines(log))
   end)
 end)

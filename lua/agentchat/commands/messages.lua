@@ -197,6 +197,17 @@ local function cmd_post(args, ctx)
   if not body then
     return brc
   end
+  -- Receipts (docs/receipts.md): --wait-for checks its addressees before
+  -- anything is posted, then waits after the usual line is printed.
+  local receipts, waiting = args.wait_for and require "agentchat.commands.receipts"
+  if args.timeout and not receipts then
+    return ctx.fail("--timeout applies only with --wait-for", "USAGE", 2)
+  elseif receipts then
+    waiting, brc = receipts.wait_targets(ch, args, ctx)
+    if not waiting then
+      return brc
+    end
+  end
   local res, msg, code, exit = ch:post{
     from = args.from, to = args.to, title = args.title, body = body,
     reply = args.reply or "0", status = args.status,
@@ -207,6 +218,9 @@ local function cmd_post(args, ctx)
   ctx.out(string.format("posted #%d -> %s/%s\n", res.seq, args.channel, res.file))
   if res.warning then
     ctx.err("agent-chat: warning: " .. res.warning .. "\n")
+  end
+  if receipts then
+    return receipts.wait_for(ch, res.seq, waiting, args, ctx)
   end
   return 0
 end
@@ -349,6 +363,11 @@ function M.register(sub)
       p:option{ "--status", default = "discussion", help = "status label (default: discussion)" }
       p:option{ "--body", help = "message body text" }
       p:option{ "--body-file", help = "read the body from this file" }
+      -- Receipts (docs/receipts.md). abbrev = false: --ti must stay --title.
+      p:option{ "--wait-for", choices = { "read", "acked" }, abbrev = false,
+                help = "after posting, block until every addressee has read or acked the message" }
+      p:option{ "--timeout", type = "float", abbrev = false,
+                help = "--wait-for: seconds to wait (default: 900); exit 2 naming the missing agents" }
       p:set_defaults{ handler = cmd_post }
     end })
 

@@ -1,0 +1,73 @@
+-- agentchat.api.fsck: root:fsck, the folder checker behind `agent-chat
+-- fsck` (docs/fsck.md). The C module agentchat.fsck reads and checks one
+-- channel's files (and repairs the safe things); this file picks the
+-- channels and sorts the findings into what is left and what was repaired.
+--
+--   local report = assert(root:fsck{channels = {"dev"}, repair = false})
+--   report.channels   -- names checked, in order
+--   report.findings   -- {channel, code, class, path, message}, not repaired
+--   report.repaired   -- the same, plus `repaired` (what was done)
+--   report.counts     -- {corrupt=, pending=, repairable=, busy=} of findings
+local A = {}
+
+--- Install root:fsck into the Root metatable.
+function A.install(Root)
+  --- Check the channels of opts.channels (default: every channel of the
+  --- root, sorted); opts.repair fixes the repairable findings.
+  function Root:fsck(opts)
+    if opts ~= nil and type(opts) ~= "table" then
+      error("fsck expects an options table", 2)
+    end
+    opts = opts or {}
+    if opts.channels ~= nil and type(opts.channels) ~= "table" then
+      error("fsck: channels must be a list of names", 2)
+    end
+    if opts.repair ~= nil and type(opts.repair) ~= "boolean" then
+      error("fsck: repair must be a boolean", 2)
+    end
+    local names = opts.channels
+    local msg, code, exit
+    if names == nil then
+      names, msg, code, exit = self._store:channels()
+      if not names then
+        return nil, msg, code, exit
+      end
+    end
+    local fsck = require "agentchat.fsck"
+    local report = { channels = {}, findings = {}, repaired = {},
+                     counts = { corrupt = 0, pending = 0, repairable = 0, busy = 0 } }
+    local seen = {}
+    for _, name in ipairs(names) do
+      if type(name) ~= "string" then
+        error("fsck: channels must be a list of names", 2)
+      end
+      if not seen[name] then
+        seen[name] = true
+        local ch
+        ch, msg, code, exit = self:channel(name)
+        if not ch then
+          return nil, msg, code, exit
+        end
+        local list
+        list, msg, code, exit = fsck.channel(ch:handle(), { repair = opts.repair or false })
+        ch:close()
+        if not list then
+          return nil, msg, code, exit
+        end
+        report.channels[#report.channels + 1] = name
+        for _, f in ipairs(list) do
+          f.channel = name
+          if f.repaired then
+            report.repaired[#report.repaired + 1] = f
+          else
+            report.findings[#report.findings + 1] = f
+            report.counts[f.class] = report.counts[f.class] + 1
+          end
+        end
+      end
+    end
+    return report
+  end
+end
+
+return A
