@@ -135,6 +135,11 @@ function M.warn(plan, file, line, message)
   plan.skipped = plan.skipped + 1
 end
 
+--- Record a warning about a line that is imported all the same.
+function M.note(plan, file, line, message)
+  plan.warnings[#plan.warnings + 1] = { file = file, line = line, message = message }
+end
+
 --- Call fn(object, lineno) for each JSON object line of `text` (the file
 --- `file`); blank lines are ignored, every other line that is not a JSON
 --- object becomes a warning.
@@ -319,6 +324,34 @@ local function post(ch, rec, requests)
   }
 end
 
+-- Write the acks of rec (posted or present as rec.seq; nil in a dry run of
+-- a new message) through the receipts API, counting new and existing ones.
+-- The ack's time is the time of the import: ch:ack takes no time, so the
+-- original ack_at is not kept (docs/import.md).
+local function acks(ch, rec, report)
+  for _, a in ipairs(rec.acks) do
+    if report.dry_run then
+      local done = rec.seq and require("agentchat.receipts").read_ack(ch:handle(), rec.seq, a.agent)
+      if done then
+        report.acks_present = report.acks_present + 1
+      else
+        report.acked = report.acked + 1
+      end
+    else
+      local res, msg, code, exit = ch:ack(rec.seq, { as = a.agent })
+      if not res then
+        return nil, msg, code, exit
+      end
+      if res.new then
+        report.acked = report.acked + 1
+      else
+        report.acks_present = report.acks_present + 1
+      end
+    end
+  end
+  return true
+end
+
 --- The failure of a strict import of the plan (IMPORT_MALFORMED_LINES
 --- when lines were skipped), or true.
 function M.strict_check(plan)
@@ -357,7 +390,7 @@ function M.apply(ch, plan, opts)
     return a.order < b.order
   end)
   local report = { imported = 0, present = 0, skipped = plan.skipped, warnings = plan.warnings,
-                   seqs = {}, dry_run = opts.dry_run and true or false }
+                   seqs = {}, dry_run = opts.dry_run and true or false, acked = 0, acks_present = 0 }
   for _, rec in ipairs(recs) do
     if keys[rec.key] then
       report.present = report.present + 1
@@ -382,6 +415,12 @@ function M.apply(ch, plan, opts)
         requests[rec.request_id] = requests[rec.request_id] or res.seq
       end
     end
+    local ok, msg
+    ok, msg, code, exit = acks(ch, rec, report)
+    if not ok then
+      return nil, msg .. " (after importing " .. report.imported .. " of " .. #recs
+        .. " messages; run the import again to finish)", code, exit
+    end
   end
   return report
 end
@@ -391,10 +430,16 @@ function M.where(w)
   return w.file .. ":" .. w.line .. ": " .. w.message
 end
 
---- The summary line of a report.
-function M.summary(report)
-  return string.format("%s %d messages (%d already present, %d lines skipped)",
+--- The summary of a report: one line, and a second one about acks for a
+--- format that has ack state (with_acks).
+function M.summary(report, with_acks)
+  local text = string.format("%s %d messages (%d already present, %d lines skipped)\n",
     report.dry_run and "would import" or "imported", report.imported, report.present, report.skipped)
+  if with_acks then
+    text = text .. string.format("%s %d acks (%d already present)\n",
+      report.dry_run and "would record" or "recorded", report.acked or 0, report.acks_present or 0)
+  end
+  return text
 end
 
 return M

@@ -39,6 +39,8 @@ local BUS_WARNINGS = table.concat({
     .. "line 1 column 50 (char 49)",
   "agent-chat: warning: inbox/worker-a.jsonl:3: id 'm-002' differs from its copy at ledger.jsonl:2",
   "agent-chat: warning: inbox/worker-b.jsonl:3: field 'status' must be queued, delivered, read or acked",
+  "agent-chat: warning: inbox/worker-b.jsonl:4: ack not imported: 'worker-b' is not an addressee "
+    .. "(from: worker-a, to: orchestrator)",
 }, "\n") .. "\n"
 
 --- The messages of a channel through the Lua API, in seq order.
@@ -201,13 +203,15 @@ describe("import bus", function()
   it("imports each id once and warns per malformed or conflicting line", function()
     assert.equal(0, first.code, F.describe(first))
     assert.equal("created channel 'bus' at " .. root .. "/bus  members=(open)\n"
-      .. "imported 5 messages (0 already present, 5 lines skipped)\n", first.stdout)
+      .. "imported 5 messages (0 already present, 5 lines skipped)\n"
+      .. "recorded 2 acks (0 already present)\n", first.stdout)
     assert.equal(BUS_WARNINGS, first.stderr)
   end)
 
   it("adds nothing when run again: the root is byte-identical", function()
     local again = run(root, "import", "bus", BUS, "--into", "bus")
-    assert.equal("imported 0 messages (5 already present, 5 lines skipped)\n", again.stdout)
+    assert.equal("imported 0 messages (5 already present, 5 lines skipped)\n"
+      .. "recorded 0 acks (2 already present)\n", again.stdout)
     assert.equal(BUS_WARNINGS, again.stderr)
     assert.same({}, F.diff(snap, F.snapshot(root)))
   end)
@@ -232,6 +236,39 @@ describe("import bus", function()
     assert.equal("Build the parser module.\nStart with the lexer.\n", messages(root, "bus")[1].body)
   end)
 
+  it("writes the acks through the receipts API: one per acking addressee, seen by `receipts`", function()
+    local f = io.popen("cd " .. F.sh(root .. "/bus") .. " && find .acks -type f | sort")
+    local files = f:read("a")
+    f:close()
+    assert.equal(".acks/1/worker-a.json\n.acks/4/worker-a.json\n", files)
+    local r = run(root, "receipts", "bus", "1", "--json")
+    assert.equal(0, r.code, F.describe(r))
+    local rec = require("agentchat.json").loads(r.stdout)
+    assert.same({ "worker-a", "acked", true }, { rec.addressees[1].agent, rec.addressees[1].state, rec.all_acked })
+    assert.is_nil(rec.addressees[2])
+    -- The broadcast #4, acked by worker-a in its inbox (worker-b's copy says only "read").
+    local b <close> = assert(ac.open(root))
+    local ch <close> = assert(b:channel("bus"))
+    local four = assert(ch:receipts(4))
+    local states = {}
+    for _, a in ipairs(four.addressees) do
+      states[a.agent] = a.state
+    end
+    assert.equal("acked", states["worker-a"])
+    assert.is_not.equal("acked", states["worker-b"])
+  end)
+
+  it("--dry-run counts the acks it would record", function()
+    local r2 = F.new_root()
+    local r = run(r2, "import", "bus", BUS, "--into", "b", "--dry-run")
+    assert.equal("would import 5 messages (0 already present, 5 lines skipped)\n"
+      .. "would record 2 acks (0 already present)\n", r.stdout)
+    assert.same({}, F.snapshot(r2))
+    r = run(root, "import", "bus", BUS, "--into", "bus", "--dry-run")
+    assert.equal("would import 0 messages (5 already present, 5 lines skipped)\n"
+      .. "would record 0 acks (2 already present)\n", r.stdout)
+  end)
+
   it("shows role and bus_id to `read`", function()
     local r = run(root, "read", "bus", "--as", "worker-b")
     assert.same({ 2, 4, 5 }, F.seqs(r.stdout))
@@ -245,7 +282,8 @@ describe("import bus", function()
     local r = run(r2, "import", "bus", dir, "--into", "b")
     assert.equal(0, r.code, F.describe(r))
     assert.equal("created channel 'b' at " .. r2 .. "/b  members=(open)\n"
-      .. "imported 4 messages (0 already present, 1 lines skipped)\n", r.stdout)
+      .. "imported 4 messages (0 already present, 2 lines skipped)\n"
+      .. "recorded 2 acks (0 already present)\n", r.stdout)
   end)
 end)
 
@@ -353,7 +391,8 @@ describe("import: bad input", function()
     local r = run(root, "import", "bus", dir, "--into", "b")
     assert.equal(0, r.code, F.describe(r))
     assert.truthy(r.stderr:find("agent-chat: warning: ledger.jsonl:8: line longer than 1048576 bytes\n", 1, true))
-    assert.truthy(r.stdout:find("imported 6 messages (0 already present, 6 lines skipped)\n", 1, true))
+    assert.truthy(r.stdout:find("imported 6 messages (0 already present, 6 lines skipped)\n"
+      .. "recorded 2 acks (0 already present)\n", 1, true))
     assert.equal("still here\n", messages(root, "b")[6].body)
   end)
 end)

@@ -42,7 +42,7 @@ local function finish(ch, plan, args, ctx)
   if not report then
     return ctx.fail(msg, code, exit)
   end
-  ctx.out(importer.summary(report) .. "\n")
+  ctx.out(importer.summary(report, plan.kind == "bus"))
   return 0
 end
 
@@ -73,8 +73,12 @@ local function run(kind, args, ctx)
   if found then
     return finish(found, plan, args, ctx)
   elseif args.dry_run then
-    ctx.out(importer.summary{ imported = #plan.records, present = 0, skipped = plan.skipped, dry_run = true }
-      .. "\n")
+    local nacks = 0
+    for _, rec in ipairs(plan.records) do
+      nacks = nacks + #rec.acks
+    end
+    ctx.out(importer.summary({ imported = #plan.records, present = 0, skipped = plan.skipped, dry_run = true,
+                               acked = nacks, acks_present = 0 }, plan.kind == "bus"))
     return 0
   end
   local made <close>, cmsg, ccode, cexit = create(root, args.into, plan, ctx)

@@ -10,7 +10,11 @@
 -- recipient, text, time or role) is a warning and skipped, never merged.
 -- Ack state (status "acked" or an ack_at) is collected per agent: the
 -- inbox's owner for an inbox line, the one addressee for a ledger line (a
--- ledger line to "all" does not say who acked).
+-- ledger line to "all" does not say who acked). importer.apply writes them
+-- through ch:ack; an ack the receipts would refuse (the agent is not an
+-- addressee, or its name cannot name an ack file) is a warning here, and
+-- its line's message is still imported.
+local ac = require "agentchat"
 local importer = require "agentchat.importer"
 local protocols = require "agentchat.protocols"
 local py = require "agentchat.pycompat"
@@ -86,6 +90,23 @@ local function record(obj, owner)
   return rec
 end
 
+-- Why `agent` cannot ack rec (the rules of ch:ack), or nil.
+local function ack_refusal(rec, agent)
+  local ok, msg = require("agentchat.receipts").check_agent(agent)
+  if not ok then
+    return msg
+  end
+  local list = ac.recipients(rec.to)
+  local listed = list == nil
+  for _, n in ipairs(list or {}) do
+    listed = listed or n == agent
+  end
+  if agent == rec.from or not listed then
+    return py.repr_str(agent) .. " is not an addressee (from: " .. rec.from .. ", to: " .. rec.to .. ")"
+  end
+  return nil
+end
+
 -- Do two copies of an id say the same message?
 local function same(a, b)
   return a.ts_us == b.ts_us and a.from == b.from and a.to == b.to and a.body == b.body and a.role == b.role
@@ -157,6 +178,12 @@ function B.load(dir)
       if not rec then
         importer.warn(plan, src.file, n, problem)
         return
+      end
+      local ack = rec.acks[1]
+      local refusal = ack and ack_refusal(rec, ack.agent)
+      if refusal then
+        importer.note(plan, src.file, n, "ack not imported: " .. refusal)
+        rec.acks = {}
       end
       local first = by_id[rec.id]
       if not first then
