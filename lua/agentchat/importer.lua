@@ -108,7 +108,8 @@ function M.inboxes(dir)
     local owner = name:match("^(.+)%.jsonl$")
     if owner and name:sub(1, 1) ~= "." then
       local file = "inbox/" .. name
-      local ok, msg, code, exit = M.expect(kinds, name, "file", file)
+      local ok, msg
+      ok, msg, code, exit = M.expect(kinds, name, "file", file)
       if not ok then
         return nil, msg, code, exit
       end
