@@ -11,7 +11,7 @@
 # root, else ~/agent-chat), task
 # ids, lock ids and legacy markers of the channel on the line, agent names
 # (the channel's members and cursor owners), the choices of --type,
-# --status, --resolve-publication and --primitives, and file names for
+# --status, --role, --resolve-publication and --primitives, and file names for
 # --body-file, --script, --template, --history, --root and `run SCRIPT`,
 # and folder names for `import team|bus DIR`.
 #
@@ -23,12 +23,14 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox lock check unlock recover recover-pending state compact task event import run watch repl hook config fsck"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import run watch repl hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
 _agent_chat_import_commands="team bus"
 _agent_chat_hook_kinds="session-start prompt stop"
 _agent_chat_primitives="messages cursors wait tasks dependencies leases path_locks state_summary"
+_agent_chat_types="message broadcast shutdown_request shutdown_response plan_approval_request plan_approval_response"
+_agent_chat_roles="parent child steer follow_up"
 
 # _agent_chat_spec PATH: describe the command PATH ("post", "task claim",
 # or "" for the options before the command). Sets
@@ -53,6 +55,7 @@ _agent_chat_spec()
         roster) _agent_chat_pos="channel" ;;
         post)
             _agent_chat_valued="--from --to --title --reply --status --body --body-file --wait-for --timeout"
+            _agent_chat_valued+=" --type --request-id --role"
             _agent_chat_pos="channel" ;;
         read)
             _agent_chat_valued="--as"; _agent_chat_flags+=" --all --peek"
@@ -63,6 +66,17 @@ _agent_chat_spec()
         ack) _agent_chat_valued="--as"; _agent_chat_pos="channel none" ;;
         receipts) _agent_chat_flags+=" --json"; _agent_chat_pos="channel none" ;;
         inbox) _agent_chat_valued="--as --channels"; _agent_chat_flags+=" --peek --json" ;;
+        request)
+            _agent_chat_valued="--from --to --type --title --body --body-file --request-id --role"
+            _agent_chat_valued+=" --timeout --interval"; _agent_chat_flags+=" --no-wait --json"
+            _agent_chat_pos="channel" ;;
+        await)
+            _agent_chat_valued="--as --request --timeout --interval"; _agent_chat_flags+=" --json"
+            _agent_chat_pos="channel" ;;
+        respond)
+            _agent_chat_valued="--from --request --reason --title"; _agent_chat_flags+=" --approve --reject"
+            _agent_chat_pos="channel" ;;
+        team) _agent_chat_valued="--silent-after"; _agent_chat_flags+=" --json"; _agent_chat_pos="channel" ;;
         lock) _agent_chat_valued="$as $lease"; _agent_chat_pos="channel path +" ;;
         check) _agent_chat_valued="$as"; _agent_chat_pos="channel path +" ;;
         unlock) _agent_chat_valued="$as"; _agent_chat_pos="channel lock" ;;
@@ -123,6 +137,9 @@ _agent_chat_choices()
         "event post:--type" | "event read:--type") echo "capability status" ;;
         "event post:--status") echo "ready busy idle blocked stopped" ;;
         "task update:--status") echo "open in_progress blocked done cancelled" ;;
+        "post:--type") echo "$_agent_chat_types" ;;
+        "request:--type") echo "shutdown_request plan_approval_request" ;;
+        post:--role | request:--role) echo "$_agent_chat_roles" ;;
         *:--resolve-publication) echo "rollback published" ;;
         "post:--wait-for") echo "read acked" ;;
     esac

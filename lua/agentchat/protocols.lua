@@ -12,7 +12,7 @@
 --
 -- Everything is an ordinary message with extra frontmatter keys after the
 -- standard ones (type, request_id, role), so the Python tool reads every
--- file, and a channel is the only state: a response is found by scanning
+-- file, and the channel is the only state: a response is found by scanning
 -- the requester's messages above the request's seq, never through a cursor
 -- (the requester's cursor is not touched, so `read` still shows the
 -- response). Expected failures return nil, message, code, exit.
@@ -26,18 +26,19 @@ local M = {}
 local fail = errors.fail
 
 --- The types the two mailbox designs use (docs/protocols.md). Other types
---- are allowed when they follow the naming rule (TYPE_PATTERN).
+--- are allowed when they follow the naming rule (check_type).
 M.TYPES = { "message", "broadcast", "shutdown_request", "shutdown_response",
             "plan_approval_request", "plan_approval_response" }
 --- The roles of the receipt-bus design.
 M.ROLES = { "parent", "child", "steer", "follow_up" }
 --- The decisions `respond` writes into the response's status.
 M.DECISIONS = { "approved", "rejected" }
---- Lifecycle of a member by its latest status event (an approved
---- shutdown_response from the member means shutdown too).
+--- Lifecycle of a member by the status of its latest status event (an
+--- approved shutdown_response from the member means shutdown too).
 M.LIFECYCLE = { busy = "working", blocked = "working", ready = "idle", idle = "idle",
                 stopped = "shutdown" }
 M.DEFAULT_SILENT_AFTER = 600
+M.DEFAULT_TIMEOUT = 900
 M.TYPE_MAX, M.REQUEST_ID_MAX = 64, 128
 
 local ROLE = {}
@@ -52,11 +53,22 @@ local function quoted(v)
   return py.repr_str(v)
 end
 
---- A message type: [a-z][a-z0-9_.-]*, at most 64 bytes.
+--- A message type: one or more dot-separated names, each a lower-case
+--- ASCII letter followed by lower-case letters, digits and `_`; at most 64
+--- characters (`shutdown_request`, `acme.review_request`).
 function M.check_type(t)
-  if type(t) ~= "string" or #t > M.TYPE_MAX or not t:match("^[a-z][a-z0-9_.%-]*$") then
-    return fail("MESSAGE_INVALID_TYPE",
-      "message type must match [a-z][a-z0-9_.-]* (at most 64 characters): " .. quoted(t))
+  local ok = type(t) == "string" and #t <= M.TYPE_MAX and t ~= ""
+  if ok then
+    for part in (t .. "."):gmatch("([^.]*)%.") do
+      if not part:match("^[a-z][a-z0-9_]*$") then
+        ok = false
+        break
+      end
+    end
+  end
+  if not ok then
+    return fail("MESSAGE_INVALID_TYPE", "message type must be lower-case words of [a-z0-9_] starting "
+      .. "with a letter, dot-separated, at most 64 characters: " .. quoted(t))
   end
   return true
 end
@@ -69,8 +81,8 @@ function M.check_role(r)
   return true
 end
 
---- A request id: [A-Za-z0-9][A-Za-z0-9._:@-]*, at most 128 bytes (a uuid4
---- hex fits, and so do the ids of other mailbox tools).
+--- A request id: [A-Za-z0-9][A-Za-z0-9._:@-]*, at most 128 characters (a
+--- uuid4 hex fits, and so do the ids of other mailbox tools).
 function M.check_request_id(id)
   if type(id) ~= "string" or #id > M.REQUEST_ID_MAX or not id:match("^[A-Za-z0-9][A-Za-z0-9._:@%-]*$") then
     return fail("MESSAGE_INVALID_REQUEST_ID",
@@ -85,6 +97,11 @@ function M.response_type(request_type)
   return base and (base .. "_response") or nil
 end
 
+--- Whether a type is a response type (ends in `_response`).
+function M.is_response_type(t)
+  return type(t) == "string" and t:match("^.+_response$") ~= nil
+end
+
 --- A fresh request id (uuid4 hex).
 function M.new_request_id()
   return sys.uuid4()
@@ -92,8 +109,9 @@ end
 
 --- The extra frontmatter of a typed post, in the order it is written:
 --- type, request_id, role, then `fields` sorted by key. Checks the three
---- typed values; the generic rules (keys, control characters) are the
---- store's (MESSAGE_INVALID_FIELD).
+--- typed values (a request or response type needs a request id); the
+--- generic rules (keys, control characters) are the store's
+--- (MESSAGE_INVALID_FIELD).
 function M.extra_fields(t)
   local out = {}
   local ok, msg, code, exit
@@ -101,6 +119,10 @@ function M.extra_fields(t)
     ok, msg, code, exit = M.check_type(t.type)
     if not ok then
       return nil, msg, code, exit
+    end
+    if t.request_id == nil and (M.response_type(t.type) or M.is_response_type(t.type)) then
+      return fail("MESSAGE_REQUEST_ID_REQUIRED", "a message of type " .. t.type
+        .. " needs a request id (or use request/respond, which make and copy one)")
     end
     out[#out + 1] = { "type", t.type }
   end
@@ -170,8 +192,7 @@ local function is_request(m)
 end
 
 local function is_response(m)
-  local t = m.fields.type
-  return type(t) == "string" and t:match("_response$") ~= nil and m.fields.request_id ~= nil
+  return M.is_response_type(m.fields.type) and m.fields.request_id ~= nil
 end
 
 --- Every message of the channel, in seq order.
@@ -194,9 +215,10 @@ local function find_request(messages, id, from)
   return nil
 end
 
---- The response object of response message m to request `req`.
+--- The response object of response message m to request `req`: it
+--- approves when its status is `approved`, anything else does not.
 local function response_of(m, req)
-  local decision = m.fields.status or ""
+  local decision = sys.strip(m.fields.status or "")
   return {
     request_id = m.fields.request_id,
     decision = decision,
@@ -215,16 +237,23 @@ local function seconds(x)
   return py.float_repr(x + 0.0)
 end
 
+local function check_timeout(t, what)
+  if t ~= nil and type(t) ~= "number" then
+    error(what .. ": timeout must be a number of seconds", 3)
+  end
+end
+
 -- ------------------------------------------------------------ request / await
 
 --- Wait for the responses to requests posted by `as` (docs/protocols.md).
 --- spec = {as=, requests = {{request_id=, seq=, to=}, ...}, timeout=900,
 --- interval=5}: each request's response is the first message above its
---- seq with that request_id, a `*_response` type, from its `to`, for `as`.
---- Existing messages are scanned first, so a response that arrived before
---- the wait is found at once. Returns {[id] = response, ...} and the list
---- of ids still unanswered when the deadline passed (empty when all were
---- answered); or nil, message, "INTERRUPTED"/"IO_ERROR".
+--- seq with that request_id, a `*_response` type, from its `to`, visible
+--- to `as`. Existing messages are scanned first, so a response that
+--- arrived before the wait is found at once; later ones wake the wait
+--- (ch:wait: change notification, no CPU). Returns {[id] = response, ...}
+--- and the list of ids still unanswered when the deadline passed (empty
+--- when all were answered); or nil, message, "INTERRUPTED"/"IO_ERROR".
 local function await_all(ch, spec)
   local pending, npending, after = {}, 0, math.maxinteger
   for _, r in ipairs(spec.requests) do
@@ -238,8 +267,11 @@ local function await_all(ch, spec)
   if npending == 0 then
     return got, {}
   end
-  local timeout = spec.timeout or 900.0
-  local deadline = sys.monotonic() + (timeout ~= timeout and 0 or math.max(timeout, 0))
+  local timeout = spec.timeout or M.DEFAULT_TIMEOUT
+  if timeout ~= timeout or timeout < 0 then
+    timeout = 0
+  end
+  local deadline = sys.monotonic() + timeout
   while true do
     local remaining = math.max(deadline - sys.monotonic(), 0)
     local batch, msg, code, exit = ch:wait{ as = spec.as, after = after, timeout = remaining,
@@ -258,38 +290,36 @@ local function await_all(ch, spec)
         npending = npending - 1
       end
     end
-    after = batch.cursor
+    after = math.max(after, batch.cursor)
     if npending == 0 or remaining <= 0 then
       break
     end
   end
-  local missing = {}
+  local missing, seen = {}, {}
   for _, r in ipairs(spec.requests) do
-    if pending[r.request_id] then
+    if pending[r.request_id] and not seen[r.request_id] then
       missing[#missing + 1] = r.request_id
-      pending[r.request_id] = nil
+      seen[r.request_id] = true
     end
   end
   return got, missing
 end
 
 --- The posted request `as` sent with this id, as await_all wants it.
-local function request_record(ch, as, id)
-  local messages, msg, code, exit = all_messages(ch)
-  if not messages then
-    return nil, msg, code, exit
-  end
+local function request_record(messages, ch, as, id)
   local m = find_request(messages, id, as)
   if not m then
     return fail("REQUEST_NOT_FOUND", "no request " .. id .. " from " .. as .. " in '" .. ch.name .. "'")
   end
   local list = recipients(m.fields.to)
-  return { request_id = id, seq = m.seq, to = list and #list == 1 and list[1] or nil, type = m.fields.type }
+  return { request_id = id, seq = m.seq, to = list and #list == 1 and list[1] or nil, type = m.fields.type,
+           from = m.from, file = m.file }
 end
 
 --- Wait for the responses to requests `as` posted earlier.
 --- spec = {as=, request_ids = {...} (or request_id=), timeout=900,
---- interval=5}. Returns {[id] = response}, missing ids (see await_all).
+--- interval=5}. Returns {[id] = response}, missing ids (see await_all),
+--- and the list of request records in the order of the ids.
 function M.await(ch, spec)
   if type(spec) ~= "table" or type(spec.as) ~= "string" then
     error("await expects {as = name, request_ids = {...}}", 2)
@@ -298,20 +328,33 @@ function M.await(ch, spec)
   if type(ids) ~= "table" or #ids == 0 then
     error("await expects request_ids = {id, ...} or request_id = id", 2)
   end
-  local requests = {}
+  check_timeout(spec.timeout, "await")
   for _, id in ipairs(ids) do
     local ok, msg, code, exit = M.check_request_id(id)
     if not ok then
       return nil, msg, code, exit
     end
+  end
+  local messages, msg, code, exit = all_messages(ch)
+  if not messages then
+    return nil, msg, code, exit
+  end
+  local requests = {}
+  for _, id in ipairs(ids) do
     local r
-    r, msg, code, exit = request_record(ch, spec.as, id)
+    r, msg, code, exit = request_record(messages, ch, spec.as, id)
     if not r then
       return nil, msg, code, exit
     end
     requests[#requests + 1] = r
   end
-  return await_all(ch, { as = spec.as, requests = requests, timeout = spec.timeout, interval = spec.interval })
+  local got, missing
+  got, missing, code, exit = await_all(ch, { as = spec.as, requests = requests, timeout = spec.timeout,
+                                             interval = spec.interval })
+  if not got then
+    return nil, missing, code, exit
+  end
+  return got, missing, requests
 end
 
 --- One response: `await` for a single id, with ETIMEDOUT when it did not
@@ -324,7 +367,7 @@ function M.await_one(ch, spec)
   local r = got[spec.request_id]
   if not r then
     return fail("ETIMEDOUT", "no response to request " .. spec.request_id .. " in '" .. ch.name
-      .. "' after " .. seconds(spec.timeout or 900.0) .. "s")
+      .. "' after " .. seconds(spec.timeout or M.DEFAULT_TIMEOUT) .. "s", 2)
   end
   return r
 end
@@ -339,7 +382,7 @@ local function check_request(spec)
     return fail("MESSAGE_INVALID_TYPE", "a request type must end in _request: " .. quoted(spec.type))
   end
   local list = recipients(spec.to)
-  if not list or #list ~= 1 or list[1] ~= sys.strip(spec.to) then
+  if not list or #list ~= 1 or list[1] ~= spec.to then
     return fail("REQUEST_INVALID_RECIPIENT",
       "a request goes to exactly one agent (not a broadcast or a list): " .. quoted(spec.to))
   end
@@ -352,16 +395,25 @@ end
 --- Post a request (docs/protocols.md) and, unless spec.wait == false, wait
 --- for its response. spec = {from=, to=, type=, title=type, body="",
 --- request_id=uuid4, role=, timeout=900, interval=5, wait=true}.
---- Returns the response object (wait) or the request {request_id, seq,
---- file, channel, type, to}; the request as a second value after a
---- response. Failures: nil, message, code, exit (ETIMEDOUT names the id).
+--- Returns the response object and the request {request_id, seq, file,
+--- channel, type, to, from}; with wait == false only the request.
+--- Failures: nil, message, code, exit, and the request when it was posted
+--- (ETIMEDOUT: no response in time).
 function M.request(ch, spec)
   if type(spec) ~= "table" or type(spec.from) ~= "string" or type(spec.to) ~= "string" then
     error("request expects {from = name, to = name, type = ...}", 2)
   end
+  check_timeout(spec.timeout, "request")
   local responder, msg, code, exit = check_request(spec)
   if not responder then
     return nil, msg, code, exit
+  end
+  if spec.role ~= nil then
+    local ok
+    ok, msg, code, exit = M.check_role(spec.role)
+    if not ok then
+      return nil, msg, code, exit
+    end
   end
   local id = spec.request_id
   if id == nil then
@@ -406,7 +458,7 @@ function M.request(ch, spec)
   end
   if not got[id] then
     return nil, "no response to request " .. id .. " from " .. responder .. " in '" .. ch.name
-      .. "' after " .. seconds(spec.timeout or 900.0) .. "s", "ETIMEDOUT", 2, req
+      .. "' after " .. seconds(spec.timeout or M.DEFAULT_TIMEOUT) .. "s", "ETIMEDOUT", 2, req
   end
   return got[id], req
 end
@@ -415,7 +467,8 @@ end
 --- (or decision="approved"|"rejected"), reason=, title=}. The response goes
 --- to the requester with the matching `*_response` type, the request id,
 --- `reply_to` the request and `status` the decision; the body is the
---- reason. Returns {request_id, decision, seq, file, channel, type, to}.
+--- reason. Returns {request_id, decision, seq, file, channel, type, to,
+--- request_seq}.
 function M.respond(ch, spec)
   if type(spec) ~= "table" or type(spec.from) ~= "string" then
     error("respond expects {from = name, request_id = id, approve = true|false}", 2)
@@ -428,6 +481,9 @@ function M.respond(ch, spec)
     decision = spec.approve and "approved" or "rejected"
   elseif decision ~= "approved" and decision ~= "rejected" then
     error("respond: decision must be 'approved' or 'rejected'", 2)
+  end
+  if spec.reason ~= nil and type(spec.reason) ~= "string" then
+    error("respond: reason must be a string", 2)
   end
   local ok, msg, code, exit = M.check_request_id(spec.request_id)
   if not ok then
@@ -443,7 +499,11 @@ function M.respond(ch, spec)
   if not req then
     return fail("REQUEST_NOT_FOUND", "no request " .. id .. " in '" .. ch.name .. "'")
   end
-  if not addressed_to(req, spec.from) or req.from == spec.from then
+  if req.from == spec.from then
+    return fail("REQUEST_INVALID_RECIPIENT", "request " .. id .. " was sent by " .. spec.from
+      .. ", who cannot answer it")
+  end
+  if not addressed_to(req, spec.from) then
     return fail("REQUEST_INVALID_RECIPIENT", "request " .. id .. " is addressed to "
       .. (req.fields.to or "all") .. ", not " .. spec.from)
   end
@@ -454,15 +514,19 @@ function M.respond(ch, spec)
     end
   end
   local rtype = M.response_type(req.fields.type)
+  local to = req.from
+  if to == nil or sys.strip(to) == "" then
+    to = "all"
+  end
   local res
-  res, msg, code, exit = ch:post{ from = spec.from, to = req.from or "all", reply = req.seq,
+  res, msg, code, exit = ch:post{ from = spec.from, to = to, reply = req.seq,
                                   title = spec.title or (rtype .. ": " .. decision), status = decision,
                                   body = spec.reason or "", type = rtype, request_id = id }
   if not res then
     return nil, msg, code, exit
   end
   return { request_id = id, decision = decision, seq = res.seq, file = res.file, channel = res.channel,
-           type = rtype, to = req.from, request_seq = req.seq, warning = res.warning }
+           type = rtype, to = to, request_seq = req.seq, warning = res.warning }
 end
 
 -- ------------------------------------------------------------ team view
@@ -475,17 +539,23 @@ local function set_add(list, seen, name)
 end
 
 --- The team of a channel: the members of _meta.json (in their order), then
---- everyone else seen posting (by name), each with the latest status event,
---- the lifecycle (LIFECYCLE; "unknown" without a signal) and when it was
---- last seen. opts = {silent_after=600, now=sys.time()}. Returns
---- {channel, generated_at, silent_after, members = {{name, member,
---- lifecycle, status, detail, harness, status_ts, status_age, status_seq,
---- last_seen, last_seen_age, last_seq, silent}, ...}, silent = {names}}.
+--- everyone else seen posting or reporting a status (by name), each with
+--- its latest status event, its lifecycle (LIFECYCLE; "unknown" without a
+--- signal) and when it was last seen (its latest message of any kind).
+--- opts = {silent_after=600, now=sys.time()}. Returns {channel,
+--- generated_at, silent_after, members = {{name, member, lifecycle,
+--- status, detail, harness, status_ts, status_age, status_seq, last_seen,
+--- last_seen_age, last_seq, silent}, ...}, silent = {names}}: a member is
+--- silent when it was never seen or not for more than silent_after
+--- seconds, unless it is shut down.
 function M.team(ch, opts)
   opts = opts or {}
   local silent_after = opts.silent_after or M.DEFAULT_SILENT_AFTER
   if type(silent_after) ~= "number" or silent_after ~= silent_after or silent_after < 0 then
     error("team: silent_after must be a number of seconds >= 0", 2)
+  end
+  if opts.now ~= nil and type(opts.now) ~= "number" then
+    error("team: now must be seconds since 1970", 2)
   end
   local now = opts.now or sys.time()
   local meta, msg, code, exit = ch:meta()
@@ -515,26 +585,20 @@ function M.team(ch, opts)
   for _, m in ipairs(messages) do
     local from = m.from
     if from and from ~= "" then
-      if not seen[from] then
-        seen[from] = true
-        others[#others + 1] = from
-      end
+      set_add(others, seen, from)
       local s = st(from)
       s.last_seq, s.last_ts, s.mtime = m.seq, m.ts, m.mtime
     end
     local status = m.fields.status or ""
     if status == "event.status" then
       local obj = json.loads(m.body or "")
-      if obj and events.validate(obj) and obj.event == "status" then
+      if type(obj) == "table" and events.validate(obj) and obj.event == "status" then
         local s = st(obj.agent)
         s.event = { status = obj.status, detail = obj.detail, harness = obj.harness, ts = obj.ts, seq = m.seq }
         s.signal = M.LIFECYCLE[obj.status]
-        if not seen[obj.agent] then
-          seen[obj.agent] = true
-          others[#others + 1] = obj.agent
-        end
+        set_add(others, seen, obj.agent)
       end
-    elseif m.fields.type == "shutdown_response" and status == "approved" and from and from ~= "" then
+    elseif m.fields.type == "shutdown_response" and sys.strip(status) == "approved" and from and from ~= "" then
       st(from).signal = "shutdown"
     end
   end

@@ -645,6 +645,26 @@ static void test_inbox(void)
     rc = ac_inbox_last(ch, 100, &in, &err);
     TAP_INT_EQ(in.n, 8, "ac_inbox_last(100) gives all 8");
     ac_inbox_free(&in);
+    /* One seq, any recipient: the file(s) of that seq only. */
+    rc = ac_inbox_seq(ch, 4, &in, &err);
+    TAP_OK(rc == 0 && in.n == 1 && in.v[0].seq == 4 && in.max_seq == 8 && in.count == 8 &&
+           strcmp(in.v[0].name, "0004-alice-four.md") == 0, "ac_inbox_seq(4): carol's #4, for anyone");
+    ac_inbox_free(&in);
+    rc = ac_inbox_seq(ch, 7, &in, &err);
+    TAP_OK(rc == 0 && in.n == 1 && !in.v[0].fm.present, "ac_inbox_seq(7): the hand-made file");
+    ac_inbox_free(&in);
+    rc = ac_inbox_seq(ch, 99, &in, &err);
+    TAP_OK(rc == 0 && in.n == 0 && in.max_seq == 8, "ac_inbox_seq(99): none, max_seq 8");
+    ac_inbox_free(&in);
+    rc = ac_inbox_seq(ch, 0, &in, &err);
+    TAP_OK(rc == 0 && in.n == 0, "ac_inbox_seq(0): none");
+    ac_inbox_free(&in);
+    t_write(chan_path("inbox", "0002-zed-dup.md"), "---\nfrom: zed\n---\nx\n");
+    rc = ac_inbox_seq(ch, 2, &in, &err);
+    TAP_OK(rc == 0 && in.n == 2 && in.v[0].seq == 2 && in.v[1].seq == 2,
+           "ac_inbox_seq(2): both files a foreign writer gave seq 2");
+    ac_inbox_free(&in);
+    unlink(chan_path("inbox", "0002-zed-dup.md"));
 
     /* A file above the 16 MiB cap is shown by its first 64 KiB (cut after
      * the last full line) plus a notice, not fatal and not skipped. */

@@ -30,6 +30,8 @@ local TEAM_WARNINGS = table.concat({
     .. "line 1 column 47 (char 46)",
   "agent-chat: warning: inbox/zoë.jsonl:4: not valid UTF-8",
   "agent-chat: warning: inbox/zoë.jsonl:5: field 'timestamp' is not an ISO-8601 time: 'yesterday'",
+  "agent-chat: warning: inbox/zoë.jsonl:6: a message of type shutdown_request needs a request id "
+    .. "(or use request/respond, which make and copy one)",
 }, "\n") .. "\n"
 
 local BUS_WARNINGS = table.concat({
@@ -69,7 +71,7 @@ describe("import team", function()
   it("creates the channel from the roster, warns per malformed line and sums up", function()
     assert.equal(0, first.code, F.describe(first))
     assert.equal("created channel 'squad' at " .. root .. "/squad  members=team-lead, researcher, zoë\n"
-      .. "imported 9 messages (0 already present, 5 lines skipped)\n", first.stdout)
+      .. "imported 9 messages (0 already present, 6 lines skipped)\n", first.stdout)
     assert.equal(TEAM_WARNINGS, first.stderr)
     local r = run(root, "roster", "squad")
     assert.equal("channel : squad\ntopic   : team refactor-squad\nmembers : team-lead, researcher, zoë\n"
@@ -79,7 +81,7 @@ describe("import team", function()
   it("adds nothing when run again: the root is byte-identical", function()
     local again = run(root, "import", "team", TEAM, "--into", "squad")
     assert.equal(0, again.code, F.describe(again))
-    assert.equal("imported 0 messages (9 already present, 5 lines skipped)\n", again.stdout)
+    assert.equal("imported 0 messages (9 already present, 6 lines skipped)\n", again.stdout)
     assert.equal(TEAM_WARNINGS, again.stderr)
     assert.same({}, F.diff(snap, F.snapshot(root)))
   end)
@@ -153,7 +155,7 @@ describe("import team", function()
     assert.equal(0, run(r2, "import", "team", TEAM, "--into", "squad").code)
     assert(os.remove(r2 .. "/squad/0005-zo-n-c-d-the-regression-test-passes.md"))
     local r = run(r2, "import", "team", TEAM, "--into", "squad")
-    assert.equal("imported 1 messages (8 already present, 5 lines skipped)\n", r.stdout)
+    assert.equal("imported 1 messages (8 already present, 6 lines skipped)\n", r.stdout)
     local last = messages(r2, "squad")[9]
     assert.same({ 10, "zoë", "2026-11-30T09:05:00+00:00" }, { last.seq, last.from, last.ts })
   end)
@@ -162,11 +164,11 @@ describe("import team", function()
     local r2 = F.new_root()
     local r = run(r2, "import", "team", TEAM, "--into", "squad", "--dry-run")
     assert.equal(0, r.code, F.describe(r))
-    assert.equal("would import 9 messages (0 already present, 5 lines skipped)\n", r.stdout)
+    assert.equal("would import 9 messages (0 already present, 6 lines skipped)\n", r.stdout)
     assert.equal(TEAM_WARNINGS, r.stderr)
     assert.same({}, F.snapshot(r2))
     r = run(root, "import", "team", TEAM, "--into", "squad", "--dry-run")
-    assert.equal("would import 0 messages (9 already present, 5 lines skipped)\n", r.stdout)
+    assert.equal("would import 0 messages (9 already present, 6 lines skipped)\n", r.stdout)
   end)
 
   it("--strict imports nothing when a line is malformed (exit 1)", function()
@@ -174,7 +176,7 @@ describe("import team", function()
     local r = run(r2, "import", "team", TEAM, "--into", "squad", "--strict")
     assert.equal(1, r.code, F.describe(r))
     assert.equal("", r.stdout)
-    assert.equal(TEAM_WARNINGS .. "agent-chat: IMPORT_MALFORMED_LINES: 5 malformed lines in '" .. TEAM
+    assert.equal(TEAM_WARNINGS .. "agent-chat: IMPORT_MALFORMED_LINES: 6 malformed lines in '" .. TEAM
       .. "' (strict: nothing imported)\n", r.stderr)
     assert.same({}, F.snapshot(r2))
   end)
@@ -184,7 +186,7 @@ describe("import team", function()
     F.init(r2, "squad", "--members", "someone")
     F.post(r2, "squad", "someone", "before", "hello")
     local r = run(r2, "import", "team", TEAM, "--into", "squad")
-    assert.equal("imported 9 messages (0 already present, 5 lines skipped)\n", r.stdout)
+    assert.equal("imported 9 messages (0 already present, 6 lines skipped)\n", r.stdout)
     assert.equal("someone", messages(r2, "squad")[1].from)
     assert.equal(10, #messages(r2, "squad"))
     assert.truthy(run(r2, "roster", "squad").stdout:find("members : someone\n", 1, true))

@@ -335,7 +335,7 @@ describe("the bash completion", function()
   -- { words..., expected candidates } (the last word is being completed)
   local CASES = {
     { { "agent-chat", "po" }, { "post" } },
-    { { "agent-chat", "re" }, { "read", "receipts", "recover", "recover-pending", "repl" } },
+    { { "agent-chat", "re" }, { "read", "receipts", "recover", "recover-pending", "repl", "request", "respond" } },
     { { "agent-chat", "post", "dev", "--wait-for", "" }, { "acked", "read" } },
     { { "agent-chat", "task", "cl" }, { "claim" } },
     { { "agent-chat", "task", "re" }, { "recover", "recover-pending", "release", "renew" } },
@@ -350,6 +350,10 @@ describe("the bash completion", function()
     { { "agent-chat", "event", "read", "dev", "--type", "c" }, { "capability" } },
     { { "agent-chat", "event", "post", "dev", "--status", "b" }, { "blocked", "busy" } },
     { { "agent-chat", "event", "post", "dev", "--primitives", "messages,wa" }, { "messages,wait" } },
+    { { "agent-chat", "post", "dev", "--type", "shutdown_" }, { "shutdown_request", "shutdown_response" } },
+    { { "agent-chat", "post", "dev", "--role", "" }, { "child", "follow_up", "parent", "steer" } },
+    { { "agent-chat", "request", "dev", "--type", "" }, { "plan_approval_request", "shutdown_request" } },
+    { { "agent-chat", "respond", "dev", "--a" }, { "--approve" } },
     { { "agent-chat", "task", "update", "dev", "build", "--status", "" },
       { "blocked", "cancelled", "done", "in_progress", "open" } },
     { { "agent-chat", "recover-pending", "dev", "--resolve-publication", "" }, { "published", "rollback" } },

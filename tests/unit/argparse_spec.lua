@@ -966,6 +966,40 @@ options:
     end)
   end)
 
+  describe("abbrev = false (an extension)", function()
+    -- post as the Python tool has it, plus options it lacks: they must not
+    -- change what an abbreviation meant, nor the ambiguity messages.
+    local function typed()
+      local p = M.parser{ prog = "post", columns = 80 }
+      p:option{ "--to" }
+      p:option{ "--title" }
+      p:option{ "--reply", type = "int" }
+      p:option{ "--type", abbrev = false }
+      p:option{ "--request-id", abbrev = false }
+      p:option{ "--role", abbrev = false }
+      return p
+    end
+
+    it("keeps old abbreviations unique", function()
+      assert.same({ reply = 2 }, typed():parse{ "--re", "2" })
+      assert.same({ reply = 2 }, typed():parse{ "--r=2" })
+    end)
+
+    it("leaves the old ambiguity message as it was", function()
+      local _, err = typed():parse{ "--t", "x" }
+      assert.equal("ambiguous option: --t could match --to, --title", err.message)
+    end)
+
+    it("recognises the option only when spelled in full", function()
+      assert.same({ type = "x", request_id = "r", role = "parent" },
+        typed():parse{ "--type", "x", "--request-id=r", "--role", "parent" })
+      local _, err = typed():parse{ "--ty", "x" }
+      assert.equal("unrecognized arguments: --ty x", err.message)
+      _, err = typed():parse{ "--request", "x" }
+      assert.equal("unrecognized arguments: --request x", err.message)
+    end)
+  end)
+
   describe("custom types", function()
     local function ct()
       local p = M.parser{ prog = "ct" }

@@ -193,6 +193,11 @@ local function cmd_post(args, ctx)
       return 1
     end
   end
+  -- Typed messages (docs/protocols.md): checked before the body is read.
+  local typed, trc = require("agentchat.commands.protocols").post_fields(args, ctx)
+  if not typed then
+    return trc
+  end
   local body, brc = read_body(args, ctx)
   if not body then
     return brc
@@ -211,6 +216,7 @@ local function cmd_post(args, ctx)
   local res, msg, code, exit = ch:post{
     from = args.from, to = args.to, title = args.title, body = body,
     reply = args.reply or "0", status = args.status,
+    type = typed.type, request_id = typed.request_id, role = typed.role,
   }
   if not res then
     return ctx.fail(msg, code, exit)
@@ -368,6 +374,8 @@ function M.register(sub)
                 help = "after posting, block until every addressee has read or acked the message" }
       p:option{ "--timeout", type = "float", abbrev = false,
                 help = "--wait-for: seconds to wait (default: 900); exit 2 naming the missing agents" }
+      -- Typed messages (docs/protocols.md): --type, --request-id, --role.
+      require("agentchat.commands.protocols").post_options(p)
       p:set_defaults{ handler = cmd_post }
     end })
 

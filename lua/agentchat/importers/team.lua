@@ -113,10 +113,6 @@ local function record(obj, owner)
   if not kind then
     return nil, problem
   end
-  local ok, msg = protocols.check_type(kind)
-  if not ok then
-    return nil, msg
-  end
   local from
   from, problem = importer.need_string(obj, "from")
   if not from then
@@ -141,11 +137,12 @@ local function record(obj, owner)
   request_id, problem = importer.opt_id(obj, id_key)
   if request_id == false then
     return nil, problem
-  elseif request_id ~= nil then
-    ok, msg = protocols.check_request_id(request_id)
-    if not ok then
-      return nil, msg
-    end
+  end
+  -- The rules of a typed post (type name, request id, a request or
+  -- response needs one): checked here, so that no post can fail on them.
+  local ok, msg = protocols.extra_fields{ type = kind, request_id = request_id }
+  if not ok then
+    return nil, msg
   end
   local approve = importer.value(obj, "approve")
   if approve == nil then
