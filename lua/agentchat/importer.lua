@@ -327,8 +327,8 @@ end
 
 -- Write the acks of rec (posted or present as rec.seq; nil in a dry run of
 -- a new message) through the receipts API, counting new and existing ones.
--- The ack's time is the time of the import: ch:ack takes no time, so the
--- original ack_at is not kept (docs/import.md).
+-- The ack's time is the line's ack_at when it has one, else the time of
+-- the import (docs/import.md).
 local function acks(ch, rec, report)
   for _, a in ipairs(rec.acks) do
     if report.dry_run then
@@ -339,7 +339,7 @@ local function acks(ch, rec, report)
         report.acked = report.acked + 1
       end
     else
-      local res, msg, code, exit = ch:ack(rec.seq, { as = a.agent })
+      local res, msg, code, exit = ch:ack(rec.seq, { as = a.agent, at = a.at_us and M.format_ts(a.at_us) })
       if not res then
         return nil, msg, code, exit
       end

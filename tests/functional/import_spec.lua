@@ -247,6 +247,9 @@ describe("import bus", function()
     assert.equal(0, r.code, F.describe(r))
     local rec = require("agentchat.json").loads(r.stdout)
     assert.same({ "worker-a", "acked", true }, { rec.addressees[1].agent, rec.addressees[1].state, rec.all_acked })
+    -- The ack keeps the ledger's ack_at, not the time of the import.
+    local iso_epoch = require("agentchat.sys").iso_epoch
+    assert.equal(iso_epoch("2026-11-30T10:00:09+00:00"), iso_epoch(rec.addressees[1].acked_at))
     assert.is_nil(rec.addressees[2])
     -- The broadcast #4, acked by worker-a in its inbox (worker-b's copy says only "read").
     local b <close> = assert(ac.open(root))

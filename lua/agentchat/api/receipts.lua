@@ -4,7 +4,7 @@
 --
 --   ac.recipients(to)                      -- nil (broadcast) | {name, ...}
 --   ch:addressees(seq | {from=, to=})      -- {name, ...}, how
---   ch:ack(seq, {as=})                     -- {agent, seq, channel, new, acked_at, warning}
+--   ch:ack(seq, {as=, at=})                -- {agent, seq, channel, new, acked_at, warning}
 --   ch:receipts(seq)                       -- {seq, file, ..., addressees = {...}}
 --   ch:wait_receipts(seq, {state="acked"|"read", timeout=900, interval=5, agents=})
 --                                          -- true | nil, msg, "RECEIPT_TIMEOUT", 2, missing
@@ -158,9 +158,15 @@ function A.install(Channel, M)
   end
 
   --- Ack message #seq as opts.as: idempotent (the first ack stays).
+  --- opts.at: the ack's time (ISO 8601 with an offset; default now), for
+  --- importers that carry an ack made elsewhere.
   function Channel:ack(seq, opts)
     if type(opts) ~= "table" or type(opts.as) ~= "string" then
       error("ack expects (seq, {as = name})", 2)
+    end
+    if opts.at ~= nil and not (type(opts.at) == "string" and sys.iso_has_offset(opts.at)) then
+      return fail("RECEIPT_INVALID_TIME", "ack time must be an ISO 8601 time with an offset: "
+        .. py.repr_str(tostring(opts.at)))
     end
     local ok, msg, code, exit = check_seq(seq, 2)
     if not ok then
@@ -182,7 +188,7 @@ function A.install(Channel, M)
     end
     local h = self._h
     local record = require("agentchat.json").dumps({ agent = opts.as, channel = self.name, seq = seq, file = m.file,
-                                acked_at = sys.now_iso(6) },
+                                acked_at = opts.at or sys.now_iso(6) },
                               { indent = 2, sort_keys = true, ensure_ascii = false }) .. "\n"
     local written, warning, wcode, wexit = rc.write_ack(h, seq, opts.as, record)
     if written == nil then
