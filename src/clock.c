@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <time.h>
 
 static volatile sig_atomic_t interrupt_signal;
@@ -44,22 +45,53 @@ void ac_clock_iso_now(char out[AC_ISO_MAX], int digits)
 
 int ac_clock_sleep_ns(int64_t ns)
 {
-    struct timespec req;
-    if (interrupt_signal) {
-        errno = EINTR;
-        return -1;
-    }
-    if (ns <= 0)
-        return 0;
-    req.tv_sec = (time_t)(ns / 1000000000);
-    req.tv_nsec = (long)(ns % 1000000000);
-    while (nanosleep(&req, &req) == -1) {
-        if (errno != EINTR || interrupt_signal) {
-            errno = EINTR;
-            return -1;
+    int64_t deadline = ac_clock_mono_ns() + (ns > 0 ? ns : 0);
+    sigset_t old, waiting;
+    int rc = 0;
+
+    ac_clock_hold_interrupts(&old, &waiting);
+    for (;;) {
+        int64_t left = deadline - ac_clock_mono_ns();
+        struct timespec ts;
+        if (interrupt_signal) {
+            rc = -1;
+            break;
         }
+        if (left <= 0)
+            break;
+        ts.tv_sec = (time_t)(left / 1000000000);
+        ts.tv_nsec = (long)(left % 1000000000);
+        /* Unblocks the two signals only while it sleeps: one already
+         * pending is delivered at once and ends the sleep. */
+        if (pselect(0, NULL, NULL, NULL, &ts, &waiting) == -1 && errno != EINTR)
+            break;
     }
-    return 0;
+    ac_clock_release_interrupts(&old);
+    if (rc == -1)
+        errno = EINTR;
+    return rc;
+}
+
+static void interrupt_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+}
+
+void ac_clock_hold_interrupts(sigset_t *old, sigset_t *waiting)
+{
+    sigset_t set;
+    interrupt_set(&set);
+    sigprocmask(SIG_BLOCK, &set, old);
+    *waiting = *old;
+    sigdelset(waiting, SIGINT);
+    sigdelset(waiting, SIGTERM);
+}
+
+void ac_clock_release_interrupts(const sigset_t *old)
+{
+    sigprocmask(SIG_SETMASK, old, NULL);
 }
 
 static void on_signal(int sig)
@@ -67,6 +99,11 @@ static void on_signal(int sig)
     interrupt_signal = sig;
     if (interrupt_hook)
         interrupt_hook(sig);
+}
+
+void ac_clock_note_interrupt(int sig)
+{
+    on_signal(sig);
 }
 
 long ac_clock_preemptions(void)

@@ -151,55 +151,72 @@ static struct timespec to_timespec(int64_t ns)
     return ts;
 }
 
+/* SIGINT and SIGTERM are held (clock.h) and waited for with the change
+ * signals, so one that arrives just before the wait ends it. */
 static int wait_dnotify(int64_t deadline)
 {
-    sigset_t set;
+    sigset_t set, old, waiting;
+    int rc;
     signal_set(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    ac_clock_hold_interrupts(&old, &waiting);
     for (;;) {
         struct timespec ts = to_timespec(deadline - ac_clock_mono_ns());
         siginfo_t info;
         int sig;
         if (ac_clock_interrupted()) {
             errno = EINTR;
-            return -1;
+            rc = -1;
+            break;
         }
         sig = sigtimedwait(&set, &info, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+            ac_clock_note_interrupt(sig);
+            continue;
+        }
         if (sig == -1) {
-            if (errno == EAGAIN)
-                return 0;
             if (errno == EINTR)
                 continue;       /* re-checks the interrupt flag */
-            return -1;
+            rc = errno == EAGAIN ? 0 : -1;
+            break;
         }
         /* Coalesce the burst of signals one change usually makes. */
         drain_signals();
-        return 1;
+        rc = 1;
+        break;
     }
+    ac_clock_release_interrupts(&old);
+    return rc;
 }
 
+/* ppoll unblocks the held SIGINT and SIGTERM (clock.h) only while it
+ * waits, so one that arrives just before the wait ends it. */
 static int wait_inotify(struct ac_dirwatch *w, int64_t deadline)
 {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    sigset_t old, waiting;
+    int rc;
+    ac_clock_hold_interrupts(&old, &waiting);
     for (;;) {
         struct pollfd pfd = { w->fd, POLLIN, 0 };
         struct timespec ts = to_timespec(deadline - ac_clock_mono_ns());
-        int rc;
         if (ac_clock_interrupted()) {
             errno = EINTR;
-            return -1;
+            rc = -1;
+            break;
         }
-        rc = ppoll(&pfd, 1, &ts, NULL);
-        if (rc == -1) {
-            if (errno == EINTR)
-                continue;
-            return -1;
+        rc = ppoll(&pfd, 1, &ts, &waiting);
+        if (rc == -1 && errno == EINTR)
+            continue;
+        if (rc == 1) {
+            while (read(w->fd, buf, sizeof buf) > 0) {
+            }
         }
-        if (rc == 0)
-            return 0;
-        while (read(w->fd, buf, sizeof buf) > 0) {
-        }
-        return 1;
+        break;
     }
+    ac_clock_release_interrupts(&old);
+    return rc;
 }
 
 int ac_dirwatch_add(struct ac_dirwatch *w, int dirfd)

@@ -13,6 +13,7 @@
 #ifndef AGENTCHAT_CLOCK_H
 #define AGENTCHAT_CLOCK_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #define AC_ISO_MAX 48
@@ -25,8 +26,23 @@ int64_t ac_clock_mono_ns(void);
 void ac_clock_iso_now(char out[AC_ISO_MAX], int digits);
 
 /* Sleep for up to `ns`, waking early (returning -1, errno EINTR) when an
- * interrupt signal arrived. */
+ * interrupt signal arrived, also one that arrives just before the sleep
+ * starts (see ac_clock_hold_interrupts). */
 int ac_clock_sleep_ns(int64_t ns);
+
+/* A check of the interrupt flag followed by a blocking call loses a signal
+ * that lands in between: the call then sleeps its whole timeout. Waiters
+ * close that window by holding SIGINT and SIGTERM (blocked; *old gets the
+ * previous mask, *waiting that mask with the two unblocked), checking the
+ * flag, and blocking in a call that installs *waiting atomically
+ * (pselect/ppoll), or in sigtimedwait on a set that includes the two,
+ * passing a received one to ac_clock_note_interrupt. Always paired with
+ * ac_clock_release_interrupts(old). */
+void ac_clock_hold_interrupts(sigset_t *old, sigset_t *waiting);
+void ac_clock_release_interrupts(const sigset_t *old);
+
+/* Record an interrupt signal taken by sigtimedwait instead of the handler. */
+void ac_clock_note_interrupt(int sig);
 
 /* Involuntary context switches of this process so far (getrusage
  * ru_nivcsw): equal before and after a few system calls proves the process
