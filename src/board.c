@@ -315,7 +315,7 @@ int ac_board_write_task(struct ac_board *b, const json_t *rec, int noreplace, st
     int tfd, rc;
     if (!bytes)
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the task record");
-    if (mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST) {
+    if (ac_sys_mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST) {
         free(bytes);
         return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not create tasks/");
     }

@@ -32,7 +32,7 @@ static const char *const claim_fields[] = {
 
 static int open_claims(struct ac_board *b, int create)
 {
-    if (create && mkdirat(b->chfd, AC_CLAIMS_DIR, 0755) == -1 && errno != EEXIST)
+    if (create && ac_sys_mkdirat(b->chfd, AC_CLAIMS_DIR, 0755) == -1 && errno != EEXIST)
         return -1;
     return ac_open_dir_at(b->chfd, AC_CLAIMS_DIR);
 }
@@ -330,7 +330,7 @@ static int apply_claims(int cfd, const struct change *c, size_t n, int use_next)
             if (AC_FAULT("lease.claim.unlink") == -1)
                 return -1;
             /* ENAMETOOLONG: a name that cannot exist is absent too. */
-            if (unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG)
+            if (ac_sys_unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG)
                 return -1;
             continue;
         }
@@ -347,7 +347,7 @@ static int write_task_bytes(struct ac_board *b, const char *id, const char *byte
 {
     char name[300];
     int tfd, rc;
-    if (mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST)
+    if (ac_sys_mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST)
         return -1;
     tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
     if (tfd == -1)
@@ -364,7 +364,7 @@ static int rollback(struct ac_board *b, int cfd, const char *id, const char *bef
 {
     if (write_task_bytes(b, id, before, blen) == -1 || apply_claims(cfd, c, n, 0) == -1)
         return -1;
-    return unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 && errno != ENOENT ? -1 : 0;
+    return ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 && errno != ENOENT ? -1 : 0;
 }
 
 /* Run the journaled mutation before -> after with claim changes c[0..n). */
@@ -453,7 +453,7 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
     if (rc == 0)
         rc = set_phase(cfd, j, "published", 2, err);
     if (rc == 0 && (AC_FAULT("lease.journal.delete") == -1 ||
-                    unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
+                    ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",
                          "the lease change was published but its journal could not be removed: %s",
                          strerror(errno));
@@ -931,7 +931,7 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
     }
     if (roll) {
         if ((jr.before ? write_task_bytes(b, jr.task_id, jr.before, jr.before_len) == -1
-                       : (unlinkat(b->chfd, jr.task_file, 0) == -1 && errno != ENOENT)) ||
+                       : (ac_sys_unlinkat(b->chfd, jr.task_file, 0) == -1 && errno != ENOENT)) ||
             apply_claims(cfd, jr.changes, jr.nchanges, 0) == -1) {
             rc = ac_err_sys(err, errno, "TASK_IO_ERROR", "could not roll the lease transaction back");
             goto out;
@@ -956,7 +956,7 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
     if (rc == 0)
         rc = recovery_audit(b, actor, &jr, roll ? "lease.transaction.recovered" : "lease.transaction.cleaned",
                             roll ? "rollback" : "cleanup", err);
-    if (rc == 0 && (unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
+    if (rc == 0 && (ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED", "could not remove the lease journal: %s",
                          strerror(errno));
     if (rc == 0)

@@ -9,6 +9,7 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/fault.h"
+#include "agentchat/fsutil.h"
 
 #define RETRY_NS (10 * 1000000LL)
 #define DEADLINE_NS (10 * 1000000000LL)
@@ -18,9 +19,7 @@ static int open_lock(int dirfd, const char *name)
 {
     struct stat st;
     int fd;
-    do
-        fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
-    while (fd == -1 && errno == EINTR);
+    fd = ac_sys_create(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (fd == -1)
         return -1;
     if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
