@@ -110,7 +110,10 @@ int ac_mkdirs(const char *path, mode_t mode)
         if (buf[i] != '/' && buf[i] != '\0')
             continue;
         buf[i] = '\0';
-        if (ac_sys_mkdirat(AT_FDCWD, buf, mode) == -1 && errno != EEXIST) {
+        /* Only a missing component costs a mkdir (and a sys.mkdir point), so
+         * the points of `init` do not depend on the depth of the root. */
+        if (access(buf, F_OK) == -1 && ac_sys_mkdirat(AT_FDCWD, buf, mode) == -1 &&
+            errno != EEXIST) {
             return -1;
         }
         buf[i] = path[i];

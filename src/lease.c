@@ -377,7 +377,7 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
     size_t before_len = 0, after_len, i;
     json_t *j, *list, *body;
     int cfd, tfd, rc;
-    struct ac_err aerr = AC_ERR_INIT;
+    struct ac_err aerr = AC_ERR_INIT, perr = AC_ERR_INIT;
 
     if (ac_uuid4_hex(txid) == -1)
         return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not make a transaction id");
@@ -450,8 +450,13 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
                                  aerr.msg);
         }
     }
-    if (rc == 0)
-        rc = set_phase(cfd, j, "published", 2, err);
+    /* From here on the change is published (its audit message is in the
+     * channel): a failure is LEASE_TRANSACTION_CLEANUP_FAILED (SPEC 3.6),
+     * and the journal left behind makes recover-pending finish it. */
+    if (rc == 0 && set_phase(cfd, j, "published", 2, &perr) == -1)
+        rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",
+                         "the lease change was published but its journal could not be updated: %s",
+                         strerror(perr.sys_errno));
     if (rc == 0 && (AC_FAULT("lease.journal.delete") == -1 ||
                     ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",
@@ -769,16 +774,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         ac_board_now(now, 0);
         json_object_set_new(after, "updated_at", json_string(now));
         json_object_set_new(after, "status", json_string("blocked"));
-        if (ac_board_write_task(b, after, 0, err) == -1)
-            goto done;
-        {
-            json_t *body = ac_board_audit_body(b, "task.updated", cur, after);
-            json_incref(cur);
-            json_object_set(b->tasks, id, after);
-            rc = ac_audit_post(b->ch, actor, "task.updated", id, body, NULL, err);
-            json_decref(body);
-            json_decref(cur);
-        }
+        rc = ac_board_commit_plain(b, cur, after, actor, "task.updated", err);
         if (rc == 0) {
             *out = after;
             after = NULL;

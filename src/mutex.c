@@ -14,12 +14,24 @@
 #define RETRY_NS (10 * 1000000LL)
 #define DEADLINE_NS (10 * 1000000000LL)
 
-/* Open (creating if needed) the lock file as a regular file. */
+/* Open (creating if needed) the lock file as a regular file. Where it
+ * cannot be created or opened for writing (a read-only file system, a
+ * channel of another user) an existing one is opened read-only: flock
+ * needs no write access, so readers still work there, and writers fail at
+ * their first write with the real reason. */
 static int open_lock(int dirfd, const char *name)
 {
     struct stat st;
     int fd;
     fd = ac_sys_create(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd == -1 && (errno == EROFS || errno == EACCES)) {
+        int e = errno;
+        do
+            fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        while (fd == -1 && errno == EINTR);
+        if (fd == -1 && errno == ENOENT)
+            errno = e;          /* no lock file, and none can be made */
+    }
     if (fd == -1)
         return -1;
     if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {

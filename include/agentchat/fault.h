@@ -9,7 +9,9 @@
  *   system calls   every call that changes a channel on disk goes through
  *                  a wrapper of fsutil.h that first reaches the point
  *                  "sys.<call>", one of
- *                      sys.create  open(O_CREAT) of a new file
+ *                      sys.create  open(O_CREAT): a new file, or the
+ *                                  lock file of a mutex (created when
+ *                                  missing, so opened so every time)
  *                      sys.write   one ac_write_all() of a buffer
  *                      sys.fsync   fsync of a file or a directory (reached
  *                                  even when AGENT_CHAT_TEST_FSYNC=0 skips
@@ -28,7 +30,10 @@
  * makes a point fire:
  *     point    a point name; a name ending in `*` matches every point with
  *              that prefix ("sys.*" is every mutating system call, and its
- *              hits are counted together, so "sys.*#7" is the 7th of them)
+ *              hits are counted together, so "sys.*#7" is the 7th of them;
+ *              a lone "*" matches every point of both kinds). Every rule
+ *              that matches a point counts the hit, even when an earlier
+ *              rule fires there; the first rule (in order) due fires
  *     #N       fire on the Nth time the point is reached (1-based; default
  *              1); "#N+" fires on the Nth time and every later one (a disk
  *              that stays full)
@@ -41,14 +46,18 @@
  *                      of view (the kernel keeps what was written)
  * A failed sys.write first writes the first half of the buffer, as a disk
  * filling up in the middle of a write does, then fails.
- * A rule that cannot be parsed (an unknown action or errno name) stops the
- * process with exit status 125 and a message on stderr, so a typo never
- * makes a test pass vacuously.
+ * A rule that cannot be parsed (an unknown action or errno name, no point
+ * name, a bad #N, more than 16 rules, a rule over 159 bytes) stops the
+ * process at its first fault point with exit status 125 and a message on
+ * stderr, so a typo never makes a test pass vacuously. Empty items (a
+ * trailing comma) are ignored.
  *
  *     AGENT_CHAT_FAULT_LOG=path      appends the name of every named point
  *                                    reached to `path`, one per line (tests
  *                                    enumerate the points of a command so)
- *     AGENT_CHAT_FAULT_LOG_SYS=1     also logs the sys.* points
+ *     AGENT_CHAT_FAULT_LOG_SYS=1     also logs the sys.* points, in the
+ *                                    order reached (so line k of the sys.*
+ *                                    lines is what "sys.*#k" hits)
  *
  * Builds with -DAC_NO_FAULTS (`make NO_FAULTS=1`) compile every point out:
  * the variables are then ignored and the wrappers are the bare calls.
