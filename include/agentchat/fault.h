@@ -66,7 +66,8 @@
  * Calling sequence:
  *     if (AC_FAULT("x.step") == -1) goto fail;     // errno is set
  *     do_the_step();
- * System calls: use the ac_sys_* wrappers of fsutil.h, never the bare call.
+ * System calls: use the ac_sys_* wrappers of fsutil.h, never the bare call
+ * (tests/functional/crash_everywhere_spec.lua fails on a bare one in src/).
  */
 #ifndef AGENTCHAT_FAULT_H
 #define AGENTCHAT_FAULT_H

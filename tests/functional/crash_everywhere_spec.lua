@@ -32,6 +32,9 @@
 --      nothing partial), `task list` and `check` work, the next post and
 --      read work, and `agent-chat fsck` exits 0 once the binary has fsck.
 --
+-- A guard checks that src/ makes no mutating system call except through
+-- the wrappers (so the walk reaches every one of them).
+--
 -- `make test` runs a deterministic subset (every crash state: each named
 -- point and each system call no named point directly precedes; every
 -- point failing with EIO; ENOSPC at every named point and every 3rd system
@@ -144,6 +147,73 @@ describe("crash everywhere: task create and update roll back a failed audit post
   end
 end)
 
+-- The walk reaches a system call only through the wrappers of fsutil.h
+-- (sys.<call> points): a bare mutating call in the runtime would be a step
+-- no fault can hit. fsutil.c holds the wrappers themselves, fault.c writes
+-- the fault log; the scan stamp (fsetxattr, a cache) is not a fault point.
+describe("crash everywhere: every mutating system call is a fault point", function()
+  local CALLS = { "creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
+                  "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate", "ftruncate", "write",
+                  "pwrite", "writev", "fsync", "fdatasync", "fchmod", "fchmodat", "chmod", "fchown",
+                  "fchownat", "chown", "utimensat", "futimens", "mknod", "mknodat", "fopen", "fdopen" }
+  local EXEMPT = { ["src/fsutil.c"] = true, ["src/fault.c"] = true }
+
+  --- "file:line: text" of every bare mutating call in C source `text`.
+  local function bare_calls(path, text)
+    -- blank out comments and string literals, keeping the line breaks
+    text = text:gsub("/%*.-%*/", function(c)
+      return (c:gsub("[^\n]", " "))
+    end):gsub("//[^\n]*", ""):gsub('"[^"\n]*"', '""')
+    local out = {}
+    local function at(pos, what)
+      local line = select(2, text:sub(1, pos):gsub("\n", "")) + 1
+      out[#out + 1] = string.format("%s:%d: %s", path, line, what)
+    end
+    for _, name in ipairs(CALLS) do
+      for pos in text:gmatch("()%f[%w_]" .. name .. "%s*%(") do
+        at(pos, name .. "()")
+      end
+    end
+    for pos, stmt in text:gmatch("()%f[%w_]openat?%s*(%b())") do
+      if stmt:find("O_CREAT", 1, true) or stmt:find("O_TRUNC", 1, true) then
+        at(pos, "open with O_CREAT/O_TRUNC")
+      end
+    end
+    return out
+  end
+
+  it("has no bare one in src/ (and lua/agentchat writes no file itself)", function()
+    local found = {}
+    local p = io.popen("cd " .. F.sh(H.repo) .. " && ls src/*.c")
+    for path in p:lines() do
+      if not EXEMPT[path] then
+        for _, f in ipairs(bare_calls(path, F.read(H.repo .. "/" .. path))) do
+          found[#found + 1] = f
+        end
+      end
+    end
+    p:close()
+    p = io.popen("cd " .. F.sh(H.repo) .. " && grep -rnE "
+      .. F.sh([[io\.open\([^)]*['"][wa+]|os\.(rename|remove)\(|io\.output\(]]) .. " lua/agentchat")
+    for line in p:lines() do
+      found[#found + 1] = line
+    end
+    p:close()
+    assert.equal(0, #found, "use the ac_sys_* wrappers of fsutil.h:\n" .. table.concat(found, "\n"))
+  end)
+
+  it("the check finds one", function()
+    local found = bare_calls("x.c", table.concat({
+      "/* unlink(x) in a comment is fine */",
+      "int f(int d) { ac_sys_unlinkat(d, \"unlink(\", 0);",
+      "  int fd = openat(d, n, O_RDONLY);",
+      "  fd = openat(d, n, O_WRONLY | O_CREAT, 0644);",
+      "  return renameat(d, a, d, b) + write(fd, \"x\", 1); }",
+    }, "\n"))
+    assert.same({ "x.c:5: renameat()", "x.c:5: write()", "x.c:4: open with O_CREAT/O_TRUNC" }, found)
+  end)
+end)
+
 -- The walk has teeth: a channel changed behind its back is in no stage.
 describe("crash everywhere: the checker", function()
   it("notices a half-written message, a lost record and a visible temp file", function()
@@ -177,6 +247,9 @@ describe("crash everywhere: the checker", function()
 end)
 
 teardown(function()
+  if totals.runs == 0 then
+    return
+  end
   io.stderr:write(string.format("# crash everywhere (%s%s): %d runs (%d crash, %d fail) in %.0f s\n#   %s\n",
     FULL and "every point, every action" or "make test subset; AGENT_CHAT_CRASH_ALL=1 for all",
     C.fsck_available() and ", fsck after each" or ", no fsck command yet",
