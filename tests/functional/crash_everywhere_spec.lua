@@ -48,6 +48,15 @@ local C = require "crashsupport"
 local FULL = (os.getenv("AGENT_CHAT_CRASH_ALL") or "") ~= "" and os.getenv("AGENT_CHAT_CRASH_ALL") ~= "0"
 
 local summary = {}
+
+local function keys(set)
+  local out = {}
+  for k in pairs(set) do
+    out[#out + 1] = k
+  end
+  table.sort(out)
+  return table.concat(out, " ")
+end
 local totals = { runs = 0, crash = 0, fail = 0, seconds = 0 }
 
 for _, cmd in ipairs(C.COMMANDS) do
@@ -72,7 +81,7 @@ for _, cmd in ipairs(C.COMMANDS) do
         summary[#summary + 1] = string.format(
           "%-13s %2d sys calls + %2d named points (%2d distinct); %3d crash + %3d fail runs in %5.1f s;"
           .. " stages %s; recover-pending %d; hidden debris left by %d crash + %d fail runs;"
-          .. " failed after the commit %d (%s)",
+          .. " failed after the commit %d (%s); fail runs that still succeeded %d (%s)",
           cmd.name, prep.nsys, prep.named, (function()
             local seen, n = {}, 0
             for _, f in ipairs(prep.faults) do
@@ -83,14 +92,7 @@ for _, cmd in ipairs(C.COMMANDS) do
             return n
           end)(), crash, fail, walk.seconds, table.concat(stages, " "), walk.recovered,
           walk.debris_by.crash or 0, walk.debris_by.fail or 0,
-          #walk.after_error, (function()
-            local pts = {}
-            for p in pairs(walk.after_error_points) do
-              pts[#pts + 1] = p
-            end
-            table.sort(pts)
-            return table.concat(pts, " ")
-          end)())
+          #walk.after_error, keys(walk.after_error_points), walk.ok_runs, keys(walk.ok_points))
       end
       return walk
     end

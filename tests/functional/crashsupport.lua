@@ -532,7 +532,8 @@ end
 function C.walk(prep, runs)
   local t0 = F.now()
   local out = { runs = 0, by_action = {}, stages = {}, recovered = 0, debris = 0, after_error = {},
-                after_error_points = {}, debris_by = {}, debris_kinds = {}, problems = {} }
+                after_error_points = {}, debris_by = {}, debris_kinds = {}, ok_points = {}, ok_runs = 0,
+                problems = {} }
   for _, x in ipairs(runs) do
     local res = C.run_one(prep, x.fault, x.action)
     out.runs = out.runs + 1
@@ -548,6 +549,10 @@ function C.walk(prep, runs)
         local kind = d:match("_seq%.lock") or d:match("%.seqres") or d:match("%.tmp$")
         out.debris_kinds[a .. " " .. kind] = (out.debris_kinds[a .. " " .. kind] or 0) + 1
       end
+    end
+    if x.action ~= "crash" and res.exit == 0 then
+      out.ok_points[x.fault.point] = true
+      out.ok_runs = out.ok_runs + 1
     end
     if res.after_error then
       out.after_error[#out.after_error + 1] = x.fault.rule .. ":" .. x.action
