@@ -11,6 +11,9 @@
 #                        bash completion); make uninstall
 #   make DEVELOPER=1     warnings are errors
 #   make SANITIZE=address,undefined test
+#   make torture         the long runs: the crash-everywhere walk at every
+#                        fault point with every action (TORTURE_SPECS)
+#   make NO_FAULTS=1     compile the fault points out (the tests need them)
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -40,6 +43,9 @@ endif
 ALL_CFLAGS = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
              -Iinclude $(LUA_CFLAGS) $(JANSSON_CFLAGS) $(YAML_CFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS)
+ifdef NO_FAULTS
+ALL_CFLAGS += -DAC_NO_FAULTS
+endif
 ifdef SANITIZE
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
@@ -69,7 +75,7 @@ CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conforman
 # Conformance families whose issues have landed (see the README).
 CONFORMANCE_FAMILIES ?= msg task lock state event hook
 
-.PHONY: all deps test check demo bench lint install uninstall clean tests
+.PHONY: all deps test check demo bench lint install uninstall clean tests torture
 all: agent-chat
 
 deps:
@@ -119,6 +125,14 @@ test check: deps
 	  CONFORMANCE_FAMILIES="$(CONFORMANCE_FAMILIES)" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
 	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%)
+
+# The long runs (CI does not run them); each part is its own prove line.
+# Crash everywhere at every index: AGENT_CHAT_CRASH_ALL=1 makes the spec walk
+# every fault point with every action instead of make test's subset.
+TORTURE_SPECS := tests/functional/crash_everywhere_spec.lua
+torture: deps
+	@$(MAKE) --no-print-directory tests
+	AGENT_CHAT_TEST_FSYNC=0 AGENT_CHAT_CRASH_ALL=1 prove --exec tests/run-one $(TORTURE_SPECS)
 
 demo: deps
 	@$(MAKE) --no-print-directory agent-chat

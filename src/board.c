@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agentchat/audit.h"
+#include "agentchat/fault.h"
 #include "agentchat/fsutil.h"
 #include "agentchat/isotime.h"
 #include "agentchat/lease.h"
@@ -307,15 +308,21 @@ int ac_board_deps_ready(struct ac_board *b, const json_t *rec, struct ac_err *er
     return rc;
 }
 
-int ac_board_write_task(struct ac_board *b, const json_t *rec, int noreplace, struct ac_err *err)
+/* Write `rec` as tasks/<id>.json (link() when creating: never over an
+ * existing record) and fsync tasks/. *published is set once the new record
+ * is in place, so a caller knows whether a failure (the directory sync)
+ * left it there. */
+static int write_task(struct ac_board *b, const json_t *rec, int noreplace, int *published,
+                      struct ac_err *err)
 {
     char name[300];
     size_t len;
     char *bytes = ac_task_encode(rec, &len);
-    int tfd, rc;
+    int tfd, rc, e;
+    *published = 0;
     if (!bytes)
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the task record");
-    if (mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST) {
+    if (ac_sys_mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST) {
         free(bytes);
         return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not create tasks/");
     }
@@ -326,19 +333,104 @@ int ac_board_write_task(struct ac_board *b, const json_t *rec, int noreplace, st
     }
     snprintf(name, sizeof name, "%s.json", ac_task_str(rec, "id"));
     rc = ac_write_atomic(tfd, name, bytes, len, 0644,
-                         noreplace ? AC_ATOMIC_NOREPLACE : AC_ATOMIC_REPLACE, "task.record");
+                         (noreplace ? AC_ATOMIC_NOREPLACE : AC_ATOMIC_REPLACE) | AC_ATOMIC_NO_DIRSYNC,
+                         "task.record");
+    free(bytes);
     if (rc == -1) {
-        int e = errno;
+        e = errno;
         close(tfd);
-        free(bytes);
         if (e == EEXIST)
             return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s",
                                ac_task_str(rec, "id"));
         return ac_err_sys(err, e, "TASK_IO_ERROR", "could not write task record %s", name);
     }
+    *published = 1;
+    if (AC_FAULT("task.record.dirsync") == -1 || ac_fsync_dir(tfd) == -1) {
+        e = errno;
+        close(tfd);
+        return ac_err_sys(err, e, "TASK_IO_ERROR", "could not sync tasks/ after writing %s", name);
+    }
     close(tfd);
-    free(bytes);
     return 0;
+}
+
+/* The bytes of tasks/<id>.json as they are on disk (for a rollback that
+ * restores them exactly). 0, or -1 with errno. */
+static int read_task_bytes(struct ac_board *b, const char *id, char **out, size_t *len)
+{
+    char name[300];
+    int tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR), rc, e;
+    if (tfd == -1)
+        return -1;
+    snprintf(name, sizeof name, "%s.json", id);
+    rc = ac_read_file_at(tfd, name, AC_TASK_RECORD_CAP, out, len);
+    e = errno;
+    close(tfd);
+    errno = e;
+    return rc;
+}
+
+/* Undo the record write of a create (before == NULL: remove the record) or
+ * an update (write the previous bytes back) that failed after the record
+ * was in place (its directory sync or its audit message), so a failed
+ * command leaves the board as it was. The error is TASK_IO_ERROR with the
+ * reason in *err, or TASK_AUDIT_ROLLBACK_FAILED when the record could not
+ * be restored either. Returns -1. */
+static int undo_write(struct ac_board *b, const char *id, const char *before, size_t before_len,
+                          struct ac_err *err)
+{
+    char name[300], why[AC_ERR_MSG_MAX];
+    int tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR), rc = -1, e;
+    snprintf(why, sizeof why, "%s", err && err->msg[0] ? err->msg : "unknown error");
+    snprintf(name, sizeof name, "%s.json", id);
+    if (tfd != -1 && AC_FAULT("task.rollback") == 0) {
+        if (before)
+            rc = ac_write_atomic(tfd, name, before, before_len, 0644, AC_ATOMIC_REPLACE, "task.restore");
+        else if ((rc = ac_sys_unlinkat(tfd, name, 0)) == 0)
+            rc = ac_fsync_dir(tfd);
+    }
+    e = errno;
+    if (tfd != -1)
+        close(tfd);
+    if (rc == -1)
+        return ac_task_err(err, "TASK_AUDIT_ROLLBACK_FAILED",
+                           "%s, and could not roll back task %s: %s", why, id, strerror(e));
+    return ac_task_err(err, "TASK_IO_ERROR", "%s; task %s %s", why, id,
+                       before ? "is unchanged" : "was not created");
+}
+
+int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
+                          const char *event, struct ac_err *err)
+{
+    const char *id = ac_task_str(rec, "id");
+    char *before = NULL;
+    size_t before_len = 0;
+    json_t *body;
+    int published, rc;
+
+    if (cur && read_task_bytes(b, id, &before, &before_len) == -1)
+        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not read task record %s.json", id);
+    rc = write_task(b, rec, cur == NULL, &published, err);
+    if (rc == 0) {
+        body = ac_board_audit_body(b, event, cur, rec);
+        rc = body ? ac_audit_post(b->ch, actor, event, id, body, NULL, err)
+                  : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the audit message");
+        json_decref(body);
+        if (rc == -1) {
+            static const char prefix[] = "could not post the audit message: ";
+            char why[AC_ERR_MSG_MAX];
+            snprintf(why, sizeof why, "%s%.*s", prefix, (int)(sizeof why - sizeof prefix),
+                     err ? err->msg : "");
+            if (err)
+                memcpy(err->msg, why, sizeof why);
+        }
+    }
+    if (rc == -1 && published)
+        rc = undo_write(b, id, before, before_len, err);
+    if (rc == 0)
+        json_object_set(b->tasks, id, rec);
+    free(before);
+    return rc;
 }
 
 /* The base of every task/lease audit body (SPEC.md 3.9). */
@@ -412,9 +504,8 @@ static json_t *string_or_null(const char *s)
 int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t **out,
                     struct ac_err *err)
 {
-    json_t *rec, *body;
+    json_t *rec;
     char now[48];
-    int rc;
 
     if (!ac_safe_name(spec->id))
         return ac_task_err(err, "TASK_INVALID_ID",
@@ -442,16 +533,8 @@ int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t 
         json_decref(rec);
         return ac_task_err(err, "TASK_INVALID_RECORD", "task fields must be valid UTF-8 text");
     }
-    if (check_candidate(b, rec, err) == -1 || ac_board_write_task(b, rec, 1, err) == -1) {
-        json_decref(rec);
-        return -1;
-    }
-    json_object_set(b->tasks, spec->id, rec);
-    body = ac_board_audit_body(b, "task.created", NULL, rec);
-    rc = body ? ac_audit_post(b->ch, spec->created_by, "task.created", spec->id, body, NULL, err)
-              : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not post the audit message");
-    json_decref(body);
-    if (rc == -1) {
+    if (check_candidate(b, rec, err) == -1 ||
+        ac_board_commit_plain(b, NULL, rec, spec->created_by, "task.created", err) == -1) {
         json_decref(rec);
         return -1;
     }
@@ -464,7 +547,7 @@ int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t 
 int ac_board_update(struct ac_board *b, const char *id, const char *actor,
                     const struct ac_task_change *chg, json_t **out, struct ac_err *err)
 {
-    json_t *cur, *rec, *claim = NULL, *body;
+    json_t *cur, *rec, *claim = NULL;
     char *claim_file = NULL, now[48];
     const char *status;
     int expired = 0, rc;
@@ -537,18 +620,8 @@ int ac_board_update(struct ac_board *b, const char *id, const char *actor,
     }
     ac_board_now(now, 0);
     json_object_set_new(rec, "updated_at", json_string(now));
-    if (check_candidate(b, rec, err) == -1 || ac_board_write_task(b, rec, 0, err) == -1) {
-        json_decref(rec);
-        return -1;
-    }
-    body = ac_board_audit_body(b, "task.updated", cur, rec);
-    json_incref(cur);   /* keep `before` alive across the replacement below */
-    json_object_set(b->tasks, id, rec);
-    rc = body ? ac_audit_post(b->ch, actor, "task.updated", id, body, NULL, err)
-              : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not post the audit message");
-    json_decref(cur);
-    json_decref(body);
-    if (rc == -1) {
+    if (check_candidate(b, rec, err) == -1 ||
+        ac_board_commit_plain(b, cur, rec, actor, "task.updated", err) == -1) {
         json_decref(rec);
         return -1;
     }

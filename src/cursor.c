@@ -66,7 +66,7 @@ int ac_cursor_set(int dirfd, const char *agent, int64_t value, struct ac_err *er
         if (same)
             return 0;
     }
-    if (mkdirat(dirfd, AC_CURSOR_DIR, 0755) == -1 && errno != EEXIST)
+    if (ac_sys_mkdirat(dirfd, AC_CURSOR_DIR, 0755) == -1 && errno != EEXIST)
         return ac_err_sys(err, errno, NULL, "could not write cursor %s/%s", AC_CURSOR_DIR, name);
     cdir = ac_open_dir_at(dirfd, AC_CURSOR_DIR);
     if (cdir == -1)

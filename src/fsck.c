@@ -362,7 +362,7 @@ static void check_debris(struct fsck *f, int dirfd, const char *dir, const struc
             continue;
         if (later) {
             ents_push(later, name, (uint64_t)index_of(f, fd));
-        } else if (is_old_file(f, dirfd, name, AC_FSCK_DEBRIS_AGE) && unlinkat(dirfd, name, 0) == 0) {
+        } else if (is_old_file(f, dirfd, name, AC_FSCK_DEBRIS_AGE) && ac_sys_unlinkat(dirfd, name, 0) == 0) {
             mark_repaired(f, fd, "removed");
         }
     }
@@ -571,7 +571,7 @@ static void repair_channel_dir(struct fsck *f, size_t stale_at, const struct ent
         struct stat st;
         if (fstatat(f->chfd, AC_SEQ_LOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
             f->now - (int64_t)st.st_mtim.tv_sec > SEQ_LOCK_STALE_SEC &&
-            unlinkat(f->chfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR) == 0)
+            ac_sys_unlinkat(f->chfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR) == 0)
             mark_repaired(f, &f->r->v[stale_at], "removed");
     }
     if (later->n == 0 && seqhigh_at == NONE)
@@ -580,7 +580,7 @@ static void repair_channel_dir(struct fsck *f, size_t stale_at, const struct ent
         return;                 /* left as reported */
     for (i = 0; i < later->n; i++) {
         const char *name = later->v[i].name;
-        if (is_old_file(f, f->chfd, name, AC_FSCK_DEBRIS_AGE) && unlinkat(f->chfd, name, 0) == 0)
+        if (is_old_file(f, f->chfd, name, AC_FSCK_DEBRIS_AGE) && ac_sys_unlinkat(f->chfd, name, 0) == 0)
             mark_repaired(f, &f->r->v[later->v[i].seq], "removed");
     }
     if (seqhigh_at != NONE) {

@@ -22,6 +22,8 @@ static int fsync_enabled = -1;
 
 int ac_fsync(int fd)
 {
+    if (AC_FAULT_SYS("fsync") == -1)
+        return -1;
     if (fsync_enabled == -1) {
         const char *v = getenv("AGENT_CHAT_TEST_FSYNC");
         fsync_enabled = !(v && strcmp(v, "0") == 0);
@@ -45,6 +47,43 @@ static int open_retry(int dirfd, const char *name, int flags, mode_t mode)
         fd = openat(dirfd, name, flags | O_CLOEXEC, mode);
     while (fd == -1 && errno == EINTR);
     return fd;
+}
+
+/* ---- the system call wrappers (fault points sys.*) ---- */
+
+int ac_sys_create(int dirfd, const char *name, int flags, mode_t mode)
+{
+    if (AC_FAULT_SYS("create") == -1)
+        return -1;
+    return open_retry(dirfd, name, flags | O_CREAT, mode);
+}
+
+int ac_sys_mkdirat(int dirfd, const char *name, mode_t mode)
+{
+    if (AC_FAULT_SYS("mkdir") == -1)
+        return -1;
+    return mkdirat(dirfd, name, mode);
+}
+
+int ac_sys_unlinkat(int dirfd, const char *name, int flags)
+{
+    if (AC_FAULT_SYS(flags & AT_REMOVEDIR ? "rmdir" : "unlink") == -1)
+        return -1;
+    return unlinkat(dirfd, name, flags);
+}
+
+int ac_sys_renameat(int fromdir, const char *from, int todir, const char *to)
+{
+    if (AC_FAULT_SYS("rename") == -1)
+        return -1;
+    return renameat(fromdir, from, todir, to);
+}
+
+int ac_sys_linkat(int fromdir, const char *from, int todir, const char *to)
+{
+    if (AC_FAULT_SYS("link") == -1)
+        return -1;
+    return linkat(fromdir, from, todir, to, 0);
 }
 
 int ac_open_dir_at(int dirfd, const char *name)
@@ -71,7 +110,10 @@ int ac_mkdirs(const char *path, mode_t mode)
         if (buf[i] != '/' && buf[i] != '\0')
             continue;
         buf[i] = '\0';
-        if (mkdir(buf, mode) == -1 && errno != EEXIST) {
+        /* Only a missing component costs a mkdir (and a sys.mkdir point), so
+         * the points of `init` do not depend on the depth of the root. */
+        if (access(buf, F_OK) == -1 && ac_sys_mkdirat(AT_FDCWD, buf, mode) == -1 &&
+            errno != EEXIST) {
             return -1;
         }
         buf[i] = path[i];
@@ -176,6 +218,15 @@ int ac_read_file_at(int dirfd, const char *name, size_t cap,
 int ac_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
+    if (AC_FAULT_SYS("write") == -1) {
+        /* A disk filling up mid-write: half of it lands, then the error. */
+        int e = errno;
+        if (len > 1 && write(fd, p, len / 2) == -1) {
+            /* the injected error is the one to report */
+        }
+        errno = e;
+        return -1;
+    }
     while (len > 0) {
         ssize_t n = write(fd, p, len);
         if (n == -1) {
@@ -236,11 +287,11 @@ int ac_publish_temp(int dirfd, const char *tmp, int fd, const void *data, size_t
     if (fault_at(fault_tag, "publish") == -1)
         goto fail;
     if (flags & AC_ATOMIC_NOREPLACE) {
-        if (linkat(dirfd, tmp, dirfd, name, 0) == -1)
+        if (ac_sys_linkat(dirfd, tmp, dirfd, name) == -1)
             goto fail;
         /* The target now exists; the temp name is just an extra link. */
-        unlinkat(dirfd, tmp, 0);
-    } else if (renameat(dirfd, tmp, dirfd, name) == -1) {
+        ac_sys_unlinkat(dirfd, tmp, 0);
+    } else if (ac_sys_renameat(dirfd, tmp, dirfd, name) == -1) {
         goto fail;
     }
     if (!(flags & AC_ATOMIC_NO_DIRSYNC)) {
@@ -253,7 +304,7 @@ fail:
     saved = errno;
     if (fd != -1)
         close(fd);
-    unlinkat(dirfd, tmp, 0);
+    ac_sys_unlinkat(dirfd, tmp, 0);
     errno = saved;
     return -1;
 }
@@ -272,7 +323,7 @@ int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
     for (tries = 0; tries < 100; tries++) {
         random_suffix(rnd, 8);
         snprintf(tmp, sizeof tmp, ".%s.%s.tmp", base[0] == '.' ? base + 1 : base, rnd);
-        fd = open_retry(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+        fd = ac_sys_create(dirfd, tmp, O_WRONLY | O_EXCL | O_NOFOLLOW, mode);
         if (fd != -1 || errno != EEXIST)
             break;
     }
@@ -284,17 +335,19 @@ int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
 int ac_rename_noreplace(int dirfd, const char *from, const char *to)
 {
 #ifdef RENAME_NOREPLACE
+    if (AC_FAULT_SYS("rename") == -1)
+        return -1;
     if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
         return 0;
     if (errno != EINVAL && errno != ENOSYS)
         return -1;
 #endif
     /* Fallback: link refuses an existing target; then drop the old name. */
-    if (linkat(dirfd, from, dirfd, to, 0) == -1)
+    if (ac_sys_linkat(dirfd, from, dirfd, to) == -1)
         return -1;
-    if (unlinkat(dirfd, from, 0) == -1) {
+    if (ac_sys_unlinkat(dirfd, from, 0) == -1) {
         int saved = errno;
-        unlinkat(dirfd, to, 0);
+        ac_sys_unlinkat(dirfd, to, 0);
         errno = saved;
         return -1;
     }
@@ -373,7 +426,7 @@ static int sweep_cb(void *ctx, const char *name, unsigned char type)
     if (s->min_age > 0 && (fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
                            s->now - st.st_mtim.tv_sec < s->min_age))
         return 0;
-    if (unlinkat(s->dirfd, name, 0) == 0)
+    if (ac_sys_unlinkat(s->dirfd, name, 0) == 0)
         s->removed++;
     return 0;
 }

@@ -32,7 +32,7 @@ static const char *const claim_fields[] = {
 
 static int open_claims(struct ac_board *b, int create)
 {
-    if (create && mkdirat(b->chfd, AC_CLAIMS_DIR, 0755) == -1 && errno != EEXIST)
+    if (create && ac_sys_mkdirat(b->chfd, AC_CLAIMS_DIR, 0755) == -1 && errno != EEXIST)
         return -1;
     return ac_open_dir_at(b->chfd, AC_CLAIMS_DIR);
 }
@@ -330,7 +330,7 @@ static int apply_claims(int cfd, const struct change *c, size_t n, int use_next)
             if (AC_FAULT("lease.claim.unlink") == -1)
                 return -1;
             /* ENAMETOOLONG: a name that cannot exist is absent too. */
-            if (unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG)
+            if (ac_sys_unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG)
                 return -1;
             continue;
         }
@@ -347,7 +347,7 @@ static int write_task_bytes(struct ac_board *b, const char *id, const char *byte
 {
     char name[300];
     int tfd, rc;
-    if (mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST)
+    if (ac_sys_mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST)
         return -1;
     tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
     if (tfd == -1)
@@ -364,7 +364,7 @@ static int rollback(struct ac_board *b, int cfd, const char *id, const char *bef
 {
     if (write_task_bytes(b, id, before, blen) == -1 || apply_claims(cfd, c, n, 0) == -1)
         return -1;
-    return unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 && errno != ENOENT ? -1 : 0;
+    return ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 && errno != ENOENT ? -1 : 0;
 }
 
 /* Run the journaled mutation before -> after with claim changes c[0..n). */
@@ -377,7 +377,7 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
     size_t before_len = 0, after_len, i;
     json_t *j, *list, *body;
     int cfd, tfd, rc;
-    struct ac_err aerr = AC_ERR_INIT;
+    struct ac_err aerr = AC_ERR_INIT, perr = AC_ERR_INIT;
 
     if (ac_uuid4_hex(txid) == -1)
         return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not make a transaction id");
@@ -450,10 +450,15 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
                                  aerr.msg);
         }
     }
-    if (rc == 0)
-        rc = set_phase(cfd, j, "published", 2, err);
+    /* From here on the change is published (its audit message is in the
+     * channel): a failure is LEASE_TRANSACTION_CLEANUP_FAILED (SPEC 3.6),
+     * and the journal left behind makes recover-pending finish it. */
+    if (rc == 0 && set_phase(cfd, j, "published", 2, &perr) == -1)
+        rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",
+                         "the lease change was published but its journal could not be updated: %s",
+                         strerror(perr.sys_errno));
     if (rc == 0 && (AC_FAULT("lease.journal.delete") == -1 ||
-                    unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
+                    ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",
                          "the lease change was published but its journal could not be removed: %s",
                          strerror(errno));
@@ -782,16 +787,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         ac_board_now(now, 0);
         json_object_set_new(after, "updated_at", json_string(now));
         json_object_set_new(after, "status", json_string("blocked"));
-        if (ac_board_write_task(b, after, 0, err) == -1)
-            goto done;
-        {
-            json_t *body = ac_board_audit_body(b, "task.updated", cur, after);
-            json_incref(cur);
-            json_object_set(b->tasks, id, after);
-            rc = ac_audit_post(b->ch, actor, "task.updated", id, body, NULL, err);
-            json_decref(body);
-            json_decref(cur);
-        }
+        rc = ac_board_commit_plain(b, cur, after, actor, "task.updated", err);
         if (rc == 0) {
             *out = after;
             after = NULL;
@@ -944,7 +940,7 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
     }
     if (roll) {
         if ((jr.before ? write_task_bytes(b, jr.task_id, jr.before, jr.before_len) == -1
-                       : (unlinkat(b->chfd, jr.task_file, 0) == -1 && errno != ENOENT)) ||
+                       : (ac_sys_unlinkat(b->chfd, jr.task_file, 0) == -1 && errno != ENOENT)) ||
             apply_claims(cfd, jr.changes, jr.nchanges, 0) == -1) {
             rc = ac_err_sys(err, errno, "TASK_IO_ERROR", "could not roll the lease transaction back");
             goto out;
@@ -969,7 +965,7 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
     if (rc == 0)
         rc = recovery_audit(b, actor, &jr, roll ? "lease.transaction.recovered" : "lease.transaction.cleaned",
                             roll ? "rollback" : "cleanup", err);
-    if (rc == 0 && (unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
+    if (rc == 0 && (ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED", "could not remove the lease journal: %s",
                          strerror(errno));
     if (rc == 0)

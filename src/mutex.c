@@ -9,19 +9,35 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/fault.h"
+#include "agentchat/fsutil.h"
 
 #define RETRY_NS (10 * 1000000LL)
 #define DEADLINE_NS (10 * 1000000000LL)
 
-/* Open (creating it if `create`) the lock file as a regular file. */
+/* Open the lock file as a regular file, creating it if `create`. Where it
+ * cannot be created or opened for writing (a read-only file system, a
+ * channel of another user) an existing one is opened read-only: flock
+ * needs no write access, so readers still work there, and writers fail at
+ * their first write with the real reason. */
 static int open_lock(int dirfd, const char *name, int create)
 {
     struct stat st;
     int fd;
-    do
-        fd = openat(dirfd, name, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                    0644);
-    while (fd == -1 && errno == EINTR);
+    if (create) {
+        fd = ac_sys_create(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0644);
+    } else {
+        do
+            fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        while (fd == -1 && errno == EINTR);
+    }
+    if (fd == -1 && (errno == EROFS || errno == EACCES)) {
+        int e = errno;
+        do
+            fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        while (fd == -1 && errno == EINTR);
+        if (fd == -1 && errno == ENOENT)
+            errno = e;          /* no lock file, and none can be made */
+    }
     if (fd == -1)
         return -1;
     if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {

@@ -518,7 +518,7 @@ static int session_make_dir(struct session *s, struct ac_err *err)
 {
     if (s->ldfd != -1)
         return 0;
-    if (mkdirat(s->chfd, AC_PATHLOCK_DIR, 0755) == -1 && errno != EEXIST)
+    if (ac_sys_mkdirat(s->chfd, AC_PATHLOCK_DIR, 0755) == -1 && errno != EEXIST)
         return ac_err_sys(err, errno, NULL, "could not create %s/", AC_PATHLOCK_DIR);
     s->ldfd = ac_open_dir_at(s->chfd, AC_PATHLOCK_DIR);
     if (s->ldfd == -1)
@@ -791,7 +791,7 @@ static int apply(struct session *s, const struct ac_pl_journal *j)
                                                                   : AC_ATOMIC_REPLACE) |
                                    AC_ATOMIC_NO_DIRSYNC,
                                "pathlock.record");
-    if (AC_FAULT("pathlock.record.unlink") == -1 || unlinkat(s->ldfd, j->target, 0) == -1)
+    if (AC_FAULT("pathlock.record.unlink") == -1 || ac_sys_unlinkat(s->ldfd, j->target, 0) == -1)
         return -1;
     return 0;
 }
@@ -1204,7 +1204,7 @@ static int sweep_cb(void *ctx, const char *name, unsigned char type)
     int ldfd = *(int *)ctx;
     size_t len = strlen(name);
     if (type == DT_REG && name[0] == '.' && len > 5 && strcmp(name + len - 4, ".tmp") == 0)
-        unlinkat(ldfd, name, 0);
+        ac_sys_unlinkat(ldfd, name, 0);
     return 0;
 }
 

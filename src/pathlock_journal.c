@@ -247,7 +247,7 @@ int ac_pl_journal_remove(int ldfd)
 {
     if (AC_FAULT("pathlock.journal.remove") == -1)
         return -1;
-    if (unlinkat(ldfd, AC_PATHLOCK_JOURNAL, 0) == -1 && errno != ENOENT)
+    if (ac_sys_unlinkat(ldfd, AC_PATHLOCK_JOURNAL, 0) == -1 && errno != ENOENT)
         return -1;
     /* Best effort: if the removal is lost in a power cut, the journal
      * comes back and recover-pending resolves it again (every resolution
@@ -264,7 +264,7 @@ int ac_pl_restore_before(int ldfd, const struct ac_pl_journal *j)
                                AC_ATOMIC_REPLACE, "pathlock.restore");
     if (AC_FAULT("pathlock.restore.unlink") == -1)
         return -1;
-    if (unlinkat(ldfd, j->target, 0) == -1 && errno != ENOENT)
+    if (ac_sys_unlinkat(ldfd, j->target, 0) == -1 && errno != ENOENT)
         return -1;
     if (AC_FAULT("pathlock.restore.dirsync") == -1)
         return -1;

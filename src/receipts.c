@@ -77,7 +77,7 @@ static int dir_at(int dirfd, const char *name, int make, int *made)
 {
     *made = 0;
     if (make) {
-        if (mkdirat(dirfd, name, 0755) == 0)
+        if (ac_sys_mkdirat(dirfd, name, 0755) == 0)
             *made = 1;
         else if (errno != EEXIST)
             return -1;

@@ -63,7 +63,7 @@ static int acquire_loop(int dirfd, struct ac_seqlock *lk, int64_t deadline,
         int have_pre = ac_dir_state(dirfd, &lk->pre) == 0;
         if (AC_FAULT("seq.lock") == -1)
             return ac_err_sys(err, errno, NULL, "could not acquire channel seq lock");
-        if (mkdirat(dirfd, AC_SEQ_LOCK_DIR, 0755) == 0) {
+        if (ac_sys_mkdirat(dirfd, AC_SEQ_LOCK_DIR, 0755) == 0) {
             struct stat st;
             lk->have_states = have_pre && ac_dir_state(dirfd, &lk->post) == 0;
             lk->window_ns = ac_clock_mono_ns() - t0;
@@ -77,7 +77,7 @@ static int acquire_loop(int dirfd, struct ac_seqlock *lk, int64_t deadline,
             return ac_err_sys(err, errno, NULL, "could not acquire channel seq lock");
         if (lock_is_stale(dirfd)) {
             /* Another waiter may remove it first; that is fine. */
-            if (unlinkat(dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR) == 0 || errno == ENOENT)
+            if (ac_sys_unlinkat(dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR) == 0 || errno == ENOENT)
                 continue;
         }
         if (ac_clock_mono_ns() >= deadline)
@@ -102,7 +102,7 @@ void ac_seqlock_release(struct ac_seqlock *lk)
     if (lk->lock_ino && (fstatat(lk->dirfd, AC_SEQ_LOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
                          (uint64_t)st.st_ino != lk->lock_ino))
         return;     /* ours was stolen as stale; the current one is not ours */
-    unlinkat(lk->dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR);
+    ac_sys_unlinkat(lk->dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR);
 }
 
 uint64_t ac_seq_high_read(int dirfd)
@@ -130,9 +130,7 @@ int ac_seq_reserve(int dirfd, uint64_t seq, char *name)
 {
     int fd;
     snprintf(name, AC_SEQ_RESERVATION_MAX, ".seqres-%" PRIu64, seq);
-    do
-        fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    while (fd == -1 && errno == EINTR);
+    fd = ac_sys_create(dirfd, name, O_WRONLY | O_EXCL | O_NOFOLLOW, 0644);
     if (fd == -1)
         return errno == EEXIST ? AC_SEQ_TAKEN : -1;
     return fd;
@@ -140,7 +138,7 @@ int ac_seq_reserve(int dirfd, uint64_t seq, char *name)
 
 void ac_seq_unreserve(int dirfd, const char *name)
 {
-    unlinkat(dirfd, name, 0);
+    ac_sys_unlinkat(dirfd, name, 0);
 }
 
 struct seq_sweep {
@@ -156,7 +154,7 @@ static int seq_sweep_cb(void *ctx, const char *name, unsigned char type)
         return 0;
     if (strncmp(name, ".seqres-", 8) == 0 ||
         (strncmp(name, ".seqhigh.", 9) == 0 && len > 4 && strcmp(name + len - 4, ".tmp") == 0)) {
-        if (unlinkat(s->dirfd, name, 0) == 0)
+        if (ac_sys_unlinkat(s->dirfd, name, 0) == 0)
             s->removed++;
     }
     return 0;

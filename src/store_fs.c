@@ -231,7 +231,7 @@ static int fs_chan_create(struct ac_store *base, const char *name, const char *m
         return ac_err_sys(err, errno, NULL, "could not open root %s", base->root);
     if (AC_FAULT("init.mkdir") == -1)
         return ac_err_sys(err, errno, NULL, "could not create channel %s", name);
-    if (mkdirat(rfd, name, 0755) == 0)
+    if (ac_sys_mkdirat(rfd, name, 0755) == 0)
         made_dir = 1;
     else if (errno != EEXIST)
         return ac_err_sys(err, errno, NULL, "could not create channel %s", name);
@@ -248,7 +248,7 @@ static int fs_chan_create(struct ac_store *base, const char *name, const char *m
         int e = errno;
         close(fd);
         if (made_dir && e != EEXIST)
-            unlinkat(rfd, name, AT_REMOVEDIR);   /* leave nothing behind */
+            ac_sys_unlinkat(rfd, name, AT_REMOVEDIR);   /* leave nothing behind */
         if (e == EEXIST)
             return exists_error(name, err);
         return ac_err_sys(err, e, NULL, "could not create channel %s", name);

@@ -110,7 +110,15 @@ int ac_board_update(struct ac_board *b, const char *id, const char *actor,
 int ac_board_read_record(int dirfd, const char *name, json_t **out, struct ac_err *err);
 
 /* Helpers shared with lease.c. */
-int ac_board_write_task(struct ac_board *b, const json_t *rec, int noreplace, struct ac_err *err);
+/* The change of a task without a lease journal (create: cur NULL; update;
+ * block without a lease): write `rec` as its record, post the `event` audit
+ * message from `actor`, and put rec in b->tasks. A failure once the record
+ * is in place (its directory sync, the audit post) restores the previous
+ * bytes (or removes a created record): TASK_IO_ERROR, or
+ * TASK_AUDIT_ROLLBACK_FAILED if that fails too. A crash in between still
+ * leaves the record without its message (no journal, SPEC 3.5). */
+int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
+                          const char *event, struct ac_err *err);
 int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err);
 int ac_board_deps_ready(struct ac_board *b, const json_t *rec, struct ac_err *err);
 json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t *before,

@@ -31,8 +31,27 @@
 
 #include "agentchat/err.h"
 
+/* ---- mutating system calls ----
+ * Every call that changes a channel on disk goes through one of these, so
+ * that the fault point "sys.<call>" of fault.h comes right before it (tests
+ * fail or kill "the Nth write"). Same arguments, returns and errno as the
+ * system call they wrap. ac_write_all and ac_fsync below are wrappers too
+ * (sys.write, sys.fsync). */
+
+/* openat(dirfd, name, flags | O_CREAT | O_CLOEXEC, mode), retrying EINTR
+ * (sys.create). */
+int ac_sys_create(int dirfd, const char *name, int flags, mode_t mode);
+/* mkdirat (sys.mkdir). */
+int ac_sys_mkdirat(int dirfd, const char *name, mode_t mode);
+/* unlinkat (sys.unlink; sys.rmdir with AT_REMOVEDIR). */
+int ac_sys_unlinkat(int dirfd, const char *name, int flags);
+/* renameat (sys.rename). */
+int ac_sys_renameat(int fromdir, const char *from, int todir, const char *to);
+/* linkat without flags (sys.link). */
+int ac_sys_linkat(int fromdir, const char *from, int todir, const char *to);
+
 /* fsync(fd) unless AGENT_CHAT_TEST_FSYNC=0 (test speed switch, git's
- * maybe_fsync). errno is meaningful on failure. */
+ * maybe_fsync); sys.fsync either way. errno is meaningful on failure. */
 int ac_fsync(int fd);
 
 /* fsync a directory; EINVAL (filesystems that cannot) counts as success. */
@@ -60,7 +79,8 @@ int ac_read_file_at(int dirfd, const char *name, size_t cap,
  * NULL it receives the file's fstat (one call serves both). */
 int ac_read_fd(int fd, size_t cap, char **out, size_t *len, struct stat *st);
 
-/* write() until done, retrying EINTR and short writes. */
+/* write() until done, retrying EINTR and short writes (sys.write: an
+ * injected failure writes the first half, then fails). */
 int ac_write_all(int fd, const void *buf, size_t len);
 
 enum {

@@ -13,6 +13,9 @@
  * O_NOFOLLOW (a symlink there is refused), must be a regular file, and
  * after locking we check that the name still refers to the inode we locked
  * (SQLite's fileHasMoved): someone may have replaced the file meanwhile.
+ * Where the lock file cannot be opened for writing (EROFS, EACCES) an
+ * existing one is opened read-only (flock does not need write access), so
+ * reading commands work on a read-only mount or another user's channel.
  *
  * Calling sequence:
  *     struct ac_mutex m;

@@ -1,0 +1,161 @@
+/*
+ * fuzz_frontmatter.c - the message file reader (SPEC.md 3.3): bytes as read
+ * from disk go through ac_text_from_file (strict UTF-8 with U+FFFD, CR/LF
+ * to LF) and ac_fm_parse, as src/store.c does for every message.
+ *
+ * Properties checked besides "no crash, no leak, no undefined behaviour":
+ *   - the decoded text is valid UTF-8 without CR, at most 3 bytes per input
+ *     byte;
+ *   - every key and value lies inside the text, on one line, stripped;
+ *   - composing a message from fuzzed field values (the input split at NUL
+ *     bytes) and reading it back yields exactly the fields written, in
+ *     order, with their values (runs of CR/LF as one space, stripped): no
+ *     value can inject a frontmatter line or close the block early.
+ */
+#include "fuzz.h"
+
+#include "agentchat/frontmatter.h"
+#include "agentchat/pystr.h"
+#include "agentchat/utf8.h"
+
+static void check_parse(const char *text, size_t len)
+{
+    struct ac_fm fm;
+    const char *v;
+    size_t vlen, i;
+
+    if (ac_fm_parse(text, len, &fm) != 0)
+        return;                         /* out of memory */
+    if (!fm.present)
+        FUZZ_CHECK(fm.npairs == 0 && fm.pairs == NULL, "pairs without a closed block");
+    else
+        FUZZ_CHECK(fm.body_off <= len, "body offset %zu past %zu", fm.body_off, len);
+    for (i = 0; i < fm.npairs; i++) {
+        const struct ac_fm_pair *p = &fm.pairs[i];
+        size_t a, b;
+        FUZZ_CHECK(p->key >= text && p->key + p->key_len <= text + len, "key outside");
+        FUZZ_CHECK(p->value >= text && p->value + p->value_len <= text + len, "value outside");
+        FUZZ_CHECK(!memchr(p->key, '\n', p->key_len) && !memchr(p->value, '\n', p->value_len),
+                   "pair %zu spans lines", i);
+        FUZZ_CHECK(!memchr(p->key, ':', p->key_len), "key %zu holds ':'", i);
+        ac_py_strip(p->value, p->value_len, &a, &b);
+        FUZZ_CHECK(a == 0 && b == p->value_len, "value %zu not stripped", i);
+    }
+    if (ac_fm_get(&fm, "to", &v, &vlen))
+        (void)ac_fm_to_is_broadcast(v, vlen);
+    (void)ac_fm_is_relevant(&fm, "alice", 5);
+    if (fm.npairs)
+        (void)ac_fm_is_relevant(&fm, fm.pairs[0].value, fm.pairs[0].value_len);
+    ac_fm_free(&fm);
+}
+
+/* What a value written by ac_msg_compose reads back as: runs of CR/LF
+ * become one space, then Python's strip(). */
+static char *expected_value(const char *v, size_t *len)
+{
+    size_t n = strlen(v), o = 0, a, b;
+    char *out = malloc(n + 1);
+    FUZZ_CHECK(out != NULL, "out of memory");
+    while (*v) {
+        if (*v == '\r' || *v == '\n') {
+            while (*v == '\r' || *v == '\n')
+                v++;
+            out[o++] = ' ';
+        } else {
+            out[o++] = *v++;
+        }
+    }
+    ac_py_strip(out, o, &a, &b);
+    memmove(out, out + a, b - a);
+    *len = b - a;
+    out[*len] = '\0';
+    return out;
+}
+
+static void check_compose(const uint8_t *data, size_t size)
+{
+    static const char *const keys[] = { "seq", "from", "to", "reply_to", "channel", "ts",
+                                        "status", "title" };
+    char *parts[8] = { 0 };
+    const char *values[8];
+    size_t n = fuzz_split(data, size, parts, 8), len, tlen, i, k;
+    struct ac_msg_fields f;
+    struct ac_fm fm;
+    char *msg, *text;
+    int valid;
+
+    for (i = 0; i < 8; i++)
+        values[i] = i < n ? parts[i] : "";
+    memset(&f, 0, sizeof f);
+    f.seq = size;
+    f.from = values[0];
+    f.to = values[1];
+    f.reply_to = n > 2 && values[2][0] ? values[2] : NULL;
+    f.channel = values[3];
+    f.ts = values[4];
+    f.status = values[5];
+    f.title = values[6];
+    f.body = values[7];
+    f.body_len = strlen(values[7]);
+    msg = ac_msg_compose(&f, &len);
+    FUZZ_CHECK(msg != NULL, "compose failed");
+    valid = ac_utf8_valid(msg, len);
+    text = ac_text_from_file(msg, len, &tlen);
+    FUZZ_CHECK(text != NULL, "out of memory");
+    FUZZ_CHECK(ac_fm_parse(text, tlen, &fm) == 0, "out of memory");
+    FUZZ_CHECK(fm.present, "composed message has no closed frontmatter");
+    FUZZ_CHECK(fm.npairs == (f.reply_to ? 8u : 7u), "composed message reads back as %zu pairs",
+               fm.npairs);
+    for (i = 0, k = 0; k < 8; k++) {
+        const char *want;
+        char num[32];
+        size_t wlen;
+        char *exp = NULL;
+        if (k == 3 && !f.reply_to)
+            continue;
+        FUZZ_CHECK(fm.pairs[i].key_len == strlen(keys[k]) &&
+                       memcmp(fm.pairs[i].key, keys[k], fm.pairs[i].key_len) == 0,
+                   "pair %zu is not %s", i, keys[k]);
+        if (k == 0) {
+            snprintf(num, sizeof num, "%zu", size);
+            want = num;
+            wlen = strlen(num);
+        } else {
+            const char *src = k == 1 ? f.from : k == 2 ? (f.to[0] ? f.to : "all")
+                            : k == 3 ? f.reply_to : k == 4 ? f.channel : k == 5 ? f.ts
+                            : k == 6 ? f.status : f.title;
+            exp = expected_value(src, &wlen);
+            want = exp;
+        }
+        /* Invalid UTF-8 reads back with U+FFFD: compare valid text only. */
+        if (valid)
+            FUZZ_CHECK(fm.pairs[i].value_len == wlen && memcmp(fm.pairs[i].value, want, wlen) == 0,
+                       "%s reads back as '%.*s', wrote '%s'", keys[k],
+                       (int)fm.pairs[i].value_len, fm.pairs[i].value, want);
+        free(exp);
+        i++;
+    }
+    ac_fm_free(&fm);
+    free(text);
+    free(msg);
+    fuzz_free_parts(parts, n);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t tlen, i;
+    char *text = ac_text_from_file((const char *)data, size, &tlen);
+
+    FUZZ_CHECK(text != NULL, "out of memory");
+    FUZZ_CHECK(tlen <= 3 * size, "decoded text grew to %zu from %zu", tlen, size);
+    FUZZ_CHECK(text[tlen] == '\0', "decoded text not terminated");
+    FUZZ_CHECK(ac_utf8_valid(text, tlen), "decoded text is not UTF-8");
+    for (i = 0; i < tlen; i++)
+        FUZZ_CHECK(text[i] != '\r', "CR left at %zu", i);
+    check_parse(text, tlen);
+    /* The raw bytes too: callers that have normalised newlines themselves. */
+    check_parse((const char *)data, size);
+    free(text);
+    check_compose(data, size);
+    return 0;
+}
