@@ -154,23 +154,24 @@ tests: agent-chat $(C_TESTS) fuzz
 
 # One prove run over every kind of test, so CI reads one closing line.
 # fuzz:all replays every saved crash and corpus input, then fuzzes each
-# target FUZZ_SECONDS (two at a time); stress:N is the 32-process stress
-# test for N seconds.
+# target FUZZ_SECONDS (two at a time); tests/functional/stress_spec.lua
+# runs its 32 processes for STRESS_SECONDS.
 test check: deps
 	@$(MAKE) --no-print-directory tests
 	AGENT_CHAT_TEST_FSYNC=0 CONFORMANCE="$(CONFORMANCE)" \
 	  CONFORMANCE_FAMILIES="$(CONFORMANCE_FAMILIES)" \
 	  FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS="$(FUZZ_SECONDS)" \
+	  STRESS_SECONDS="$(STRESS_SECONDS)" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
-	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) \
-	    stress:$(STRESS_SECONDS) fuzz:all
+	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) fuzz:all
 
 # The long runs (CI does not run them). Each part is its own prove line.
 torture: deps
 	@$(MAKE) --no-print-directory tests
 	FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS="$(FUZZ_TORTURE_SECONDS)" \
 	  prove --exec tests/run-one fuzz:all
-	AGENT_CHAT_TEST_FSYNC=0 prove --exec tests/run-one stress:$(STRESS_TORTURE_SECONDS)
+	AGENT_CHAT_TEST_FSYNC=0 STRESS_SECONDS="$(STRESS_TORTURE_SECONDS)" \
+	  prove --exec tests/run-one tests/functional/stress_spec.lua
 
 demo: deps
 	@$(MAKE) --no-print-directory agent-chat

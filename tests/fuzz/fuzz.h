@@ -1,6 +1,6 @@
 /*
  * fuzz.h - shared by the libFuzzer targets in tests/fuzz/ (see
- * docs/testing.md). A target defines LLVMFuzzerTestOneInput and checks
+ * tests/fuzz/README.md). A target defines LLVMFuzzerTestOneInput and checks
  * properties with FUZZ_CHECK: a failed check prints the property and aborts,
  * which libFuzzer reports as a crash and saves the input as an artifact.
  * AddressSanitizer and UndefinedBehaviorSanitizer catch the rest.
