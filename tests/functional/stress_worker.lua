@@ -82,7 +82,7 @@ local function post()
   emit(rec)
 end
 
-local function read_batch(op, batch, rec)
+local function read_batch(batch, rec)
   if batch then
     local seqs = {}
     for i, m in ipairs(batch.messages) do
@@ -96,7 +96,7 @@ end
 
 local function read()
   local batch, rec = logged("read", {}, ch.read, ch, { as = name })
-  read_batch("read", batch, rec)
+  read_batch(batch, rec)
 end
 
 local function wait()
@@ -105,7 +105,7 @@ local function wait()
   if not batch and rec.code == "ETIMEDOUT" then
     rec.ok, rec.timeout = true, true
   end
-  read_batch("wait", batch, rec)
+  read_batch(batch, rec)
 end
 
 -- The task and the lock this worker holds, with when to give them back.
