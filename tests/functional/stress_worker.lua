@@ -111,18 +111,36 @@ end
 -- The task and the lock this worker holds, with when to give them back.
 local task, lock
 
+--- Release the task held. A lease that ran out (this worker was slower
+--- than its lease) cannot be released: take it over again first, as a
+--- well-behaved agent does, so that no task stays stuck.
+local function release_task()
+  local _, rec = logged("release", { task = task.id }, ch.release, ch, task.id, { as = name })
+  emit(rec)
+  if rec.code == "LEASE_RECOVERY_REQUIRED" then
+    _, rec = logged("recover", { task = task.id, lease = TASK_LEASE }, ch.recover, ch, task.id,
+      { as = name, reason = "stress: own lease expired", lease = TASK_LEASE })
+    emit(rec)
+    if rec.ok then
+      _, rec = logged("release", { task = task.id }, ch.release, ch, task.id, { as = name })
+      emit(rec)
+    end
+  end
+  task = nil
+end
+
 local function task_op()
   if task then
     if now() >= task.until_t then
-      local res, rec = logged("release", { task = task.id }, ch.release, ch, task.id, { as = name })
-      emit(rec)
-      task = nil
-      return res
+      release_task()
+      return
     end
     local _, rec = logged("renew", { task = task.id, lease = TASK_LEASE }, ch.renew, ch, task.id,
       { as = name, lease = TASK_LEASE })
     emit(rec)
-    if not rec.ok then
+    if rec.code == "LEASE_RECOVERY_REQUIRED" then
+      release_task()      -- expired, nobody took it over yet
+    elseif not rec.ok then
       task = nil          -- lost it (expired and recovered by another)
     end
     return
@@ -190,8 +208,7 @@ end
 
 -- Give back what is held.
 if task then
-  local _, rec = logged("release", { task = task.id }, ch.release, ch, task.id, { as = name })
-  emit(rec)
+  release_task()
 end
 if lock then
   local _, rec = logged("unlock", { id = lock.id }, ch.unlock, ch, lock.id, { as = name })
