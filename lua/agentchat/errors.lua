@@ -59,7 +59,7 @@ end
 --- quotes "unrecognized arguments" verbatim), are written as \r and \n,
 --- as Python's repr() writes them.
 function M.one_line(message)
-  return (message:gsub("[\r\n]", { ["\r"] = "\\r", ["\n"] = "\\n" }))
+  return (string.gsub(tostring(message), "[\r\n]", { ["\r"] = "\\r", ["\n"] = "\\n" }))
 end
 
 --- The one stderr line for an error ("agent-chat: [CODE: ]message").
