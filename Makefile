@@ -11,8 +11,12 @@
 #                        bash completion); make uninstall
 #   make DEVELOPER=1     warnings are errors
 #   make SANITIZE=address,undefined test
+#   make fuzz            libFuzzer targets in build/fuzz/ (clang, always with
+#                        ASan and UBSan, whatever SANITIZE says)
 #   make torture         the long runs: the crash-everywhere walk at every
-#                        fault point with every action (TORTURE_SPECS)
+#                        fault point with every action (TORTURE_SPECS), the
+#                        fuzz targets FUZZ_TORTURE_SECONDS each, the stress
+#                        test STRESS_TORTURE_SECONDS
 #   make NO_FAULTS=1     compile the fault points out (the tests need them)
 
 PREFIX ?= /usr/local
@@ -75,7 +79,7 @@ CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conforman
 # Conformance families whose issues have landed (see the README).
 CONFORMANCE_FAMILIES ?= msg task lock state event hook
 
-.PHONY: all deps test check demo bench lint install uninstall clean tests torture
+.PHONY: all deps test check demo bench lint install uninstall clean tests fuzz torture
 all: agent-chat
 
 deps:
@@ -116,15 +120,56 @@ build/tests/%: tests/c/%.c $(wildcard tests/c/*.h) build/librt.a | build
 build:
 	@mkdir -p build
 
-tests: agent-chat $(C_TESTS)
+# ---- fuzzing (tests/fuzz/, see tests/fuzz/README.md) ----
+# A build of its own: clang, libFuzzer, ASan and UBSan on every object, so
+# neither CC nor SANITIZE nor CFLAGS reach it. The Lua-driving targets load
+# the modules from lua/ (FUZZ_LUA_DIR) so that line hooks see line numbers.
+FUZZ_CC ?= clang
+FUZZ_TARGETS := frontmatter taskrec lockrec pathnorm argparse yaml
+FUZZ_LUA_TARGETS := argparse yaml
+FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
+              -Iinclude -Isrc -Itests/fuzz $(LUA_CFLAGS) $(JANSSON_CFLAGS) $(YAML_CFLAGS) \
+              -O1 -g $(FUZZ_SAN) -DFUZZ_LUA_DIR='"$(CURDIR)/lua"' -MMD -MP
+FUZZ_RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/fuzz/obj/%.o)
+FUZZ_HOST_OBJ := $(filter-out build/fuzz/obj/main.o,$(HOST_SRC:src/%.c=build/fuzz/obj/%.o))
+# Seconds per target in `make test` and in `make torture`.
+FUZZ_SECONDS ?= 60
+FUZZ_TORTURE_SECONDS ?= 600
+STRESS_SECONDS ?= 20
+STRESS_TORTURE_SECONDS ?= 300
+
+fuzz: $(FUZZ_BINS)
+
+build/fuzz/obj/l_readline.o: FUZZ_CFLAGS += $(if $(READLINE_LIBS),-DAC_HAVE_READLINE)
+build/fuzz/obj/%.o: src/%.c
+	@mkdir -p build/fuzz/obj
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/obj/%.o: tests/fuzz/%.c
+	@mkdir -p build/fuzz/obj
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/fuzz_%: build/fuzz/obj/fuzz_%.o build/fuzz/obj/fuzzutil.o $(FUZZ_RUNTIME_OBJ)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
+$(FUZZ_LUA_TARGETS:%=build/fuzz/fuzz_%): build/fuzz/obj/fuzzlua.o $(FUZZ_HOST_OBJ)
+
+tests: agent-chat $(C_TESTS) fuzz
 
 # One prove run over every kind of test, so CI reads one closing line.
+# fuzz:all replays every saved crash and corpus input, then fuzzes each
+# target FUZZ_SECONDS (two at a time); tests/functional/stress_spec.lua
+# runs its 32 processes for STRESS_SECONDS.
 test check: deps
 	@$(MAKE) --no-print-directory tests
 	AGENT_CHAT_TEST_FSYNC=0 CONFORMANCE="$(CONFORMANCE)" \
 	  CONFORMANCE_FAMILIES="$(CONFORMANCE_FAMILIES)" \
+	  FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS="$(FUZZ_SECONDS)" \
+	  STRESS_SECONDS="$(STRESS_SECONDS)" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
-	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%)
+	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) fuzz:all
 
 # The long runs (CI does not run them); each part is its own prove line.
 # Crash everywhere at every index: AGENT_CHAT_CRASH_ALL=1 makes the spec walk
@@ -133,6 +178,10 @@ TORTURE_SPECS := tests/functional/crash_everywhere_spec.lua
 torture: deps
 	@$(MAKE) --no-print-directory tests
 	AGENT_CHAT_TEST_FSYNC=0 AGENT_CHAT_CRASH_ALL=1 prove --exec tests/run-one $(TORTURE_SPECS)
+	FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS="$(FUZZ_TORTURE_SECONDS)" \
+	  prove --exec tests/run-one fuzz:all
+	AGENT_CHAT_TEST_FSYNC=0 STRESS_SECONDS="$(STRESS_TORTURE_SECONDS)" \
+	  prove --exec tests/run-one tests/functional/stress_spec.lua
 
 demo: deps
 	@$(MAKE) --no-print-directory agent-chat
@@ -160,4 +209,4 @@ uninstall:
 clean:
 	rm -rf build agent-chat
 
--include $(RUNTIME_OBJ:.o=.d) $(HOST_OBJ:.o=.d)
+-include $(RUNTIME_OBJ:.o=.d) $(HOST_OBJ:.o=.d) $(wildcard build/fuzz/obj/*.d)

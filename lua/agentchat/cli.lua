@@ -96,8 +96,8 @@ end
 function M.usage_line(perr)
   local prog = perr.prog or "agent-chat"
   local sub = prog:match("^%S+%s+(.+)$")
-  return string.format("agent-chat: USAGE: %s%s (see '%s -h')\n",
-    sub and (sub .. ": ") or "", perr.message, prog)
+  return errors.one_line(string.format("agent-chat: USAGE: %s%s (see '%s -h')",
+    sub and (sub .. ": ") or "", perr.message, prog)) .. "\n"
 end
 
 -- Output helpers: everything goes through these so a failed write (a closed

@@ -54,8 +54,17 @@ function M.exit_for(code, hint)
   return M.exit_codes[code] or hint or 1
 end
 
+--- A message made fit for one line (SPEC.md 2.5: every failure is one
+--- stderr line): CR and LF, which only user input can bring in (argparse
+--- quotes "unrecognized arguments" verbatim), are written as \r and \n,
+--- as Python's repr() writes them.
+function M.one_line(message)
+  return (string.gsub(tostring(message), "[\r\n]", { ["\r"] = "\\r", ["\n"] = "\\n" }))
+end
+
 --- The one stderr line for an error ("agent-chat: [CODE: ]message").
 function M.line(code, message)
+  message = M.one_line(message)
   if M.plain[code] then
     return "agent-chat: " .. message
   end

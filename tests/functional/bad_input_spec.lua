@@ -512,3 +512,28 @@ describe("hand-edited _meta.json", function()
     assert.same({}, F.diff(before, F.snapshot(parent)))
   end)
 end)
+
+describe("hostile arguments in usage errors", function()
+  -- argparse quotes unrecognized arguments verbatim; CR/LF in them must not
+  -- split the error (found by tests/fuzz/fuzz_argparse.c).
+  local CASES = {
+    { { "task", "list", "c", "--bogus", "x\ny" },
+      "agent-chat: USAGE: unrecognized arguments: --bogus x\\ny (see 'agent-chat -h')\n" },
+    { { "event", "read", "c", "x\r\ny" },
+      "agent-chat: USAGE: unrecognized arguments: x\\r\\ny (see 'agent-chat -h')\n" },
+    { { "peek", "c", "-n", "1", "a\n---\nseq: 9" },
+      "agent-chat: USAGE: unrecognized arguments: a\\n---\\nseq: 9 (see 'agent-chat -h')\n" },
+  }
+  for _, case in ipairs(CASES) do
+    it("prints one line for " .. F.show(table.concat(case[1], " ")), function()
+      local root = F.new_root()
+      local argv = { "--root", root }
+      for _, a in ipairs(case[1]) do
+        argv[#argv + 1] = a
+      end
+      local r = ac(argv)
+      assert.equal(2, r.code, F.describe(r))
+      assert.equal(case[2], r.stderr)
+    end)
+  end
+end)

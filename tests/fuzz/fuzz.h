@@ -1,6 +1,6 @@
 /*
  * fuzz.h - shared by the libFuzzer targets in tests/fuzz/ (see
- * docs/testing.md). A target defines LLVMFuzzerTestOneInput and checks
+ * tests/fuzz/README.md). A target defines LLVMFuzzerTestOneInput and checks
  * properties with FUZZ_CHECK: a failed check prints the property and aborts,
  * which libFuzzer reports as a crash and saves the input as an artifact.
  * AddressSanitizer and UndefinedBehaviorSanitizer catch the rest.
@@ -35,8 +35,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
  * memory). */
 char *fuzz_strndup(const uint8_t *data, size_t size);
 
-/* A fresh directory on tmpfs (/dev/shm) or $TMPDIR, removed with its
- * contents at exit. Aborts on failure. */
+/* A fresh directory in $TMPDIR (tests/fuzz/run-tap points it at a scratch
+ * directory of its own), else on tmpfs (/dev/shm), else in /tmp; removed
+ * with its contents at exit. Aborts on failure. */
 const char *fuzz_tmpdir(void);
 
 /* Split data at NUL bytes into at most max malloc'ed strings (the last part

@@ -14,6 +14,9 @@
  *   - a lexical problem makes resolution fail with that same message;
  *   - a resolved path is canonical, has no lexical problem, and resolves to
  *     itself (it holds no symlinks any more), with the same kind;
+ *   - it never escapes: no "..", "." or empty segment, and no existing
+ *     prefix is a symlink (lstat'ed here, not trusted from the resolver),
+ *     and is_dir matches what is on disk;
  *   - ac_pathlock_normalize agrees with ac_relpath_resolve;
  *   - overlap is symmetric, reflexive on canonical paths, and "." overlaps
  *     everything.
@@ -93,6 +96,47 @@ static void check_overlap(const char *a, const char *b)
         FUZZ_CHECK(ab, "'%s' and '%s' must overlap", a, b);
 }
 
+/* A resolved path cannot leave the channel: no segment is "..", "." or
+ * empty, and no existing prefix of it is a symlink (checked here with
+ * lstat, independently of the resolver). *is_dir says what it is now. */
+static void check_contained(const char *in, const char *out, int is_dir)
+{
+    char *p = fuzz_strndup((const uint8_t *)out, strlen(out)), *s = p;
+    struct stat st;
+    int exists = 1;
+
+    if (strcmp(out, ".") == 0) {
+        FUZZ_CHECK(is_dir == 1, "'.' is not a directory");
+        free(p);
+        return;
+    }
+    for (;;) {
+        size_t n = strcspn(s, "/");
+        char save = s[n];
+        FUZZ_CHECK(n > 0 && !(n == 1 && s[0] == '.') && !(n == 2 && s[0] == '.' && s[1] == '.'),
+                   "'%s' resolves to '%s', which has an empty, '.' or '..' segment", in, out);
+        s[n] = '\0';
+        if (exists) {
+            if (fstatat(chfd, p, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+                exists = 0;
+            } else {
+                FUZZ_CHECK(!S_ISLNK(st.st_mode), "'%s' resolves to '%s', whose prefix '%s' is a "
+                           "symlink (it may leave the channel)", in, out, p);
+                if (save == '\0')
+                    FUZZ_CHECK(is_dir == !!S_ISDIR(st.st_mode), "'%s' -> '%s': is_dir %d wrong",
+                               in, out, is_dir);
+            }
+        }
+        if (save == '\0')
+            break;
+        s[n] = save;
+        s += n + 1;
+    }
+    if (!exists)
+        FUZZ_CHECK(is_dir == 0, "'%s' -> '%s' does not exist but is a directory", in, out);
+    free(p);
+}
+
 /* Check one path; returns its resolution (malloc'ed) or NULL. The buffers
  * are as large as ac_pathlock_normalize's, so both see the same limits. */
 static char *check_path(const char *path)
@@ -118,6 +162,7 @@ static char *check_path(const char *path)
                    out);
         FUZZ_CHECK(ac_relpath_problem(out) == NULL, "'%s' resolves to '%s' with a problem", path,
                    out);
+        check_contained(path, out, is_dir);
         FUZZ_CHECK(ac_relpath_resolve(chfd, out, again, outsz, &is_dir2, &why2) == 0 &&
                        strcmp(out, again) == 0 && is_dir == is_dir2,
                    "'%s' -> '%s' -> '%s' (%s)", path, out, why2 ? "(failed)" : again,

@@ -8,7 +8,8 @@
  *     the extended form agrees on success or failure;
  *   - validation either passes or names a TASK_* code with a message;
  *   - a valid record encodes (ac_task_encode), the encoding decodes and
- *     validates again, encodes to the same bytes, and no field differs.
+ *     validates again, encodes to the same bytes, and no field differs
+ *     (neither by ac_task_changed_fields nor by json_equal).
  * files_hint symlink resolution is exercised by fuzz_pathnorm; here the
  * channel descriptor is -1 (lexical checks only).
  */
@@ -60,6 +61,7 @@ static void check_record(json_t *rec, const char *channel)
                "encoding is not stable:\n%s\n--- then ---\n%s", enc, enc2 ? enc2 : "(null)");
     changed = ac_task_changed_fields(rec, again);
     FUZZ_CHECK(changed && json_array_size(changed) == 0, "fields changed in a round trip");
+    FUZZ_CHECK(json_equal(rec, again), "the record changed in a round trip:\n%s", enc);
     json_decref(changed);
     free(enc2);
     json_decref(again);

@@ -5,11 +5,13 @@
  *
  * Properties:
  *   - decode and decode_all never raise: a value, or nil with a message
- *     and YAML_INVALID;
+ *     and YAML_INVALID; they agree (no document: decode gives yaml.null;
+ *     one: the same value; more: decode refuses);
  *   - what decodes re-encodes (yaml.encode), the encoding decodes to an
  *     equal value (NaN equal to NaN, -0.0 distinct from 0.0, integers
  *     distinct from floats), and encoding that value again gives the same
- *     text (the promise decode(encode(v)) == v of l_yaml.c);
+ *     text (the promise decode(encode(v)) == v of l_yaml.c), for every
+ *     document of decode_all too;
  *   - a plain scalar resolved as a float formats (ac_yaml_format_float) to
  *     a text that resolves back to the same float; a string that
  *     ac_yaml_plain_is_ambiguous calls unambiguous resolves as a string.
@@ -54,9 +56,22 @@ static const char DRIVER[] =
     "  end\n"
     "  local docs, msg2, code2 = yaml.decode_all(s)\n"
     "  if docs == nil then\n"
-    "    if code2 ~= 'YAML_INVALID' then error('decode_all failed without YAML_INVALID', 0) end\n"
-    "  elseif v ~= nil and not same(docs[1], v) then\n"
-    "    error('decode and decode_all disagree', 0)\n"
+    "    if type(msg2) ~= 'string' or code2 ~= 'YAML_INVALID' then\n"
+    "      error('decode_all failed without YAML_INVALID', 0)\n"
+    "    end\n"
+    "    if v ~= nil then error('decode accepts what decode_all refuses: ' .. msg2, 0) end\n"
+    "    return\n"
+    "  end\n"
+    "  for _, d in ipairs(docs) do roundtrip(d) end\n"
+    "  -- No document at all decodes to yaml.null; one to that document; more\n"
+    "  -- are an error for decode.\n"
+    "  if #docs == 0 then\n"
+    "    if v ~= yaml.null then error('a text without documents decodes to ' .. tostring(v), 0) end\n"
+    "  elseif #docs == 1 then\n"
+    "    if v == nil then error('decode refuses the one document decode_all reads: ' .. msg, 0) end\n"
+    "    if not same(docs[1], v) then error('decode and decode_all disagree', 0) end\n"
+    "  elseif v ~= nil then\n"
+    "    error('decode accepts ' .. #docs .. ' documents', 0)\n"
     "  end\n"
     "end\n";
 

@@ -36,10 +36,12 @@ static void rm_tmpdir(void)
 
 const char *fuzz_tmpdir(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
+    const char *base = getenv("TMPDIR");
     if (tmpdir[0])
         return tmpdir;
-    snprintf(tmpdir, sizeof tmpdir, "%s/ac-fuzz.XXXXXX", base && *base ? base : "/tmp");
+    if (!base || !*base)
+        base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(tmpdir, sizeof tmpdir, "%s/ac-fuzz.XXXXXX", base);
     FUZZ_CHECK(mkdtemp(tmpdir) != NULL, "mkdtemp %s failed", tmpdir);
     atexit(rm_tmpdir);
     return tmpdir;

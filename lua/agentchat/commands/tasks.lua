@@ -4,6 +4,7 @@
 -- ("TASK_INVALID_COMMAND: cli error: ..." for an invalid choice,
 -- "TASK_INVALID_ARGUMENT: cli error: ..." otherwise).
 local ac = require "agentchat"
+local errors = require "agentchat.errors"
 local open = require "agentchat.commands.open"
 local py = require "agentchat.pycompat"
 
@@ -17,7 +18,7 @@ local TAG = {
   format_error = function(perr)
     local code = perr.message:find("invalid choice:", 1, true) and "TASK_INVALID_COMMAND"
       or "TASK_INVALID_ARGUMENT"
-    return "agent-chat: " .. code .. ": cli error: " .. perr.message .. "\n"
+    return errors.line(code, "cli error: " .. perr.message) .. "\n"
   end,
 }
 
