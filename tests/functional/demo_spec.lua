@@ -5,7 +5,7 @@ package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
 
 describe("scripts/demo", function()
-  it("runs two agents through messages, tasks, locks, state and hooks", function()
+  it("runs two agents through messages, tasks, locks, state, hooks, receipts and a shutdown request", function()
     local dir = F.tmpdir()
     local ok = os.execute("cd " .. F.sh(H.repo) .. " && TMPDIR=" .. F.sh(dir) .. " sh scripts/demo >"
       .. F.sh(dir .. "/out") .. " 2>&1")
@@ -26,6 +26,14 @@ describe("scripts/demo", function()
       "[agent-chat] alice has unread peer messages: #demo (4). Run /agent-chat to read/reply.\n",
       "#10 alice  -> all    lease.claimed grammar\n",
       "posted #11 as 0011-script-digest.md\n",
+      "posted #12 -> demo/0012-alice-review-the-grammar.md\n",
+      "bob    delivered  -     -\n",
+      "acked #12 in 'demo' as bob\n",
+      "--- alice's post returned as soon as bob acked\n",
+      "status: approved\ntitle: shutdown_response: approved\ntype: shutdown_response\n",
+      "Tokenizer merged, nothing in flight.\n",
+      "alice   idle       idle",
+      "bob     shutdown   -",
     }) do
       assert(out:find(want, 1, true), "demo output lacks " .. F.show(want) .. ":\n" .. out)
     end
