@@ -466,20 +466,26 @@ function Channel:commit(batch)
   return self._h:set_cursor(batch.agent, batch.cursor)
 end
 
+-- `result` once commit(obj, result) returned true (it moves cursors), or
+-- its failure; `result` alone when `skip` (a peek). The last step of read,
+-- wait and root:inbox (api/inbox.lua), hence in M, as a private name.
+function M._committed(obj, commit, result, skip)
+  if not skip then
+    local ok, msg, code, exit = commit(obj, result)
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
+  return result
+end
+
 --- read: fetch, then commit unless opts.peek.
 function Channel:read(opts)
   local batch, msg, code, exit = self:fetch(opts)
   if not batch then
     return nil, msg, code, exit
   end
-  if not opts.peek and opts.after == nil then
-    local ok
-    ok, msg, code, exit = self:commit(batch)
-    if not ok then
-      return nil, msg, code, exit
-    end
-  end
-  return batch
+  return M._committed(self, self.commit, batch, opts.peek or opts.after ~= nil)
 end
 
 --- Block until relevant messages arrive (opts.timeout seconds, default 900;
@@ -499,14 +505,7 @@ function Channel:wait(opts)
     return nil, msg, code, exit
   end
   local batch = batch_of(inbox, opts.as, before)
-  if not opts.peek and opts.after == nil then
-    local ok
-    ok, msg, code, exit = self:commit(batch)
-    if not ok then
-      return nil, msg, code, exit
-    end
-  end
-  return batch
+  return M._committed(self, self.commit, batch, opts.peek or opts.after ~= nil)
 end
 
 --- The last n messages in seq order, any recipient; cursors untouched.

@@ -89,14 +89,7 @@ function A.install(_, M)
       end
     end
     local inbox = { agent = opts.as, messages = merge(entries), channels = entries }
-    if not opts.peek then
-      local ok
-      ok, msg, code, exit = self:commit_inbox(inbox)
-      if not ok then
-        return nil, msg, code, exit
-      end
-    end
-    return inbox
+    return M._committed(self, self.commit_inbox, inbox, opts.peek)
   end
 
   --- Move every channel's cursor as `read` would after showing the inbox.
