@@ -11,11 +11,7 @@ local F = require "support"
 
 local EXAMPLE = H.repo .. "/examples/lead-shutdown.lua"
 
-local function ac(argv, opts)
-  local r = F.run(argv, opts)
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
+local ac = F.run_checked
 
 --- A fresh root with channel dev (members lead, bob, carol, dave).
 local function setup_root(members)

@@ -21,7 +21,8 @@
 --   F.same(a, b)            two flat tables hold the same keys and values
 --   F.copy(from, to)        cp -a of a tree over `to` (default: a fresh
 --                           temporary path) -> to
---   F.ac(root, argv, env)   F.run of `--root ROOT ARGV...` that did not crash
+--   F.run_checked(argv, opts) F.run that raises if the binary crashed
+--   F.ac(root, argv, env)   F.run_checked of `--root ROOT ARGV...`
 --   F.ok(root, argv, env)   the same, and it exited 0
 --   F.background(root, cmd, between, delay)
 --                           cmd in the background, `between` after `delay`
@@ -288,14 +289,19 @@ function F.copy(from, to)
   return to
 end
 
---- `agent-chat --root ROOT ARGV...` (F.run, `env` as opts.env); raises if
---- it crashed. Returns the result.
-function F.ac(root, argv, env)
-  local r = F.run({ "--root", root, table.unpack(argv) }, { env = env })
+--- F.run that raises if the binary crashed. Returns the result.
+function F.run_checked(argv, opts)
+  local r = F.run(argv, opts)
   local crash = F.crashed(r.stderr)
   if crash then
     error(crash .. ": " .. F.describe(r), 2)
   end
+  return r
+end
+
+--- `agent-chat --root ROOT ARGV...` (F.run_checked, `env` as opts.env).
+function F.ac(root, argv, env)
+  local r = F.run_checked({ "--root", root, table.unpack(argv) }, { env = env })
   return r
 end
 

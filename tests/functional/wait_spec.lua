@@ -5,11 +5,7 @@ local H = require "spec_helper"
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
 
-local function ac(argv, opts)
-  local r = F.run(argv, opts)
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
+local ac = F.run_checked
 
 local function timed(fn)
   local t0 = F.now()
