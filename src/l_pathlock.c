@@ -38,12 +38,6 @@
 #include "agentchat/pathlock.h"
 #include "agentchat/store.h"
 
-static int fail_err(lua_State *L, const struct ac_err *err)
-{
-    return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",
-                       err->exit_code ? err->exit_code : 1, err->msg);
-}
-
 static void set_str(lua_State *L, const char *key, const char *value)
 {
     if (value) {
@@ -164,12 +158,12 @@ static int l_lock(lua_State *L)
     if (onul)
         return owner_nul(L, "owner");
     if (ac_pathlock_check_duration(lease, &us, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     n = check_paths(L, 2, &paths);
     if (n == -1)
         return 4;
     if (ac_pathlock_lock(ch, paths, (size_t)n, owner, lease, &rec, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     push_record(L, &rec, ac_isotime_now_us());
     ac_lockrec_free(&rec);
     return 1;
@@ -193,7 +187,7 @@ static int l_check(lua_State *L)
     if (n == -1)
         return 4;
     if (ac_pathlock_check(ch, paths, (size_t)n, owner, &hits, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     push_list(L, &hits);
     ac_locklist_free(&hits);
     return 1;
@@ -234,7 +228,7 @@ static int l_unlock(lua_State *L)
     if (tnul)
         return target_nul(L, 2);
     if (ac_pathlock_unlock(ch, target, owner, &rec, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     push_record(L, &rec, ac_isotime_now_us());
     ac_lockrec_free(&rec);
     return 1;
@@ -261,11 +255,11 @@ static int l_recover(lua_State *L)
                            "recovery reason contains a forbidden control character");
     if (ac_pathlock_check_reason(reason, &err) == -1 ||
         ac_pathlock_check_duration(lease, &us, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     if (tnul)
         return target_nul(L, 2);
     if (ac_pathlock_recover(ch, target, owner, reason, lease, &rec, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     push_record(L, &rec, ac_isotime_now_us());
     ac_lockrec_free(&rec);
     return 1;
@@ -286,7 +280,7 @@ static int l_recover_pending(lua_State *L)
     if (anul)
         return owner_nul(L, "actor");
     if (ac_pathlock_recover_pending(ch, actor, (enum ac_pathlock_resolve)mode, &info, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_createtable(L, 0, 4);
     lua_pushstring(L, outcomes[info.outcome]);
     lua_setfield(L, -2, "outcome");
@@ -318,7 +312,7 @@ static int l_list(lua_State *L)
         lua_pop(L, 1);
     }
     if (ac_pathlock_list(ch, flags, &l, &pending, pending_id, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     push_list(L, &l);
     ac_locklist_free(&l);
     if (pending) {
@@ -344,7 +338,7 @@ static int l_normalize(lua_State *L)
     if (chfd == -1)
         return ac_lua_fail(L, "PATH_LOCK_UNSUPPORTED", 1, "path locks need a file-system channel");
     if (ac_pathlock_normalize(chfd, path, &lp, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushstring(L, lp.normalized);
     lua_pushstring(L, lp.is_dir ? "directory" : "file");
     free(lp.display);

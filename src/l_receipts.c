@@ -31,12 +31,6 @@
 #include "agentchat/receipts.h"
 #include "agentchat/store.h"
 
-static int fail_err(lua_State *L, const struct ac_err *err)
-{
-    return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",
-                       err->exit_code ? err->exit_code : 1, err->msg);
-}
-
 /* The channel directory of the handle at idx (raises for a closed one);
  * -1 for a backend without one. */
 static int chan_fd(lua_State *L, int idx, struct ac_chan **out)
@@ -84,7 +78,7 @@ static int l_check_agent(lua_State *L)
         return ac_lua_fail(L, "RECEIPT_INVALID_AGENT", 1,
                            "invalid agent name (control character blocked): NUL byte");
     if (ac_ack_agent_check(s, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -103,7 +97,7 @@ static int l_write_ack(lua_State *L)
         return no_dir(L);
     rc = ac_ack_write(fd, seq, agent, data, len, &err);
     if (rc == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, rc != 0);
     if (rc == 2) {
         lua_pushstring(L, err.msg);
@@ -127,7 +121,7 @@ static int l_read_ack(lua_State *L)
         return no_dir(L);
     rc = ac_ack_read(fd, seq, agent, &data, &len, &mtime, &err);
     if (rc == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     if (rc == 0) {
         lua_pushboolean(L, 0);
         return 1;
@@ -144,18 +138,13 @@ static int l_acks(lua_State *L)
     uint64_t seq = check_seq(L, 2);
     struct ac_err err = AC_ERR_INIT;
     char **names;
-    size_t n, i;
+    size_t n;
 
     if (fd == -1)
         return no_dir(L);
     if (ac_ack_list(fd, seq, &names, &n, &err) == -1)
-        return fail_err(L, &err);
-    lua_createtable(L, (int)n, 0);
-    for (i = 0; i < n; i++) {
-        lua_pushstring(L, names[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    ac_names_free(names, n);
+        return ac_lua_fail_err(L, &err);
+    ac_lua_push_names(L, names, n);
     return 1;
 }
 
@@ -209,7 +198,7 @@ static int l_wait(lua_State *L)
         return no_dir(L);
     rc = ac_receipts_wait(fd, seq, agents, (size_t)n, state, timeout, interval, reached, &err);
     if (rc == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     if (rc == 0) {
         lua_pushboolean(L, 1);
         return 1;

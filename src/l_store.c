@@ -63,12 +63,6 @@ struct l_chan {
     struct l_store *owner;  /* kept alive by the channel's user value */
 };
 
-static int fail_err(lua_State *L, const struct ac_err *err)
-{
-    return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",
-                       err->exit_code ? err->exit_code : 1, err->msg);
-}
-
 static struct l_store *check_store(lua_State *L, int idx)
 {
     struct l_store *s = luaL_checkudata(L, idx, STORE_MT);
@@ -88,6 +82,18 @@ static struct l_chan *check_chan(lua_State *L, int idx)
 struct ac_chan *ac_lua_checkchan(lua_State *L, int idx)
 {
     return check_chan(L, idx)->ch;
+}
+
+/* Declared in lua_host.h; shared with l_receipts.c (ack names). */
+void ac_lua_push_names(lua_State *L, char **names, size_t n)
+{
+    size_t i;
+    lua_createtable(L, (int)n, 0);
+    for (i = 0; i < n; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    ac_names_free(names, n);
 }
 
 /* Optional string field of the table at idx (raises on a wrong type). */
@@ -178,7 +184,7 @@ static int l_open(lua_State *L)
     luaL_setmetatable(L, STORE_MT);
     s->st = ac_store_open_fs(root, &err);
     if (!s->st)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     return 1;
 }
 
@@ -186,7 +192,7 @@ static int l_check_name(lua_State *L)
 {
     struct ac_err err = AC_ERR_INIT;
     if (ac_channel_name_check(luaL_checkstring(L, 1), &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -195,7 +201,7 @@ static int l_check_marker(lua_State *L)
 {
     struct ac_err err = AC_ERR_INIT;
     if (ac_marker_name_check(luaL_checkstring(L, 1), &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -291,15 +297,10 @@ static int store_channels(lua_State *L)
     struct l_store *s = check_store(L, 1);
     struct ac_err err = AC_ERR_INIT;
     char **names;
-    size_t n, i;
+    size_t n;
     if (s->st->ops->chan_names(s->st, &names, &n, &err) == -1)
-        return fail_err(L, &err);
-    lua_createtable(L, (int)n, 0);
-    for (i = 0; i < n; i++) {
-        lua_pushstring(L, names[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    ac_names_free(names, n);
+        return ac_lua_fail_err(L, &err);
+    ac_lua_push_names(L, names, n);
     return 1;
 }
 
@@ -311,7 +312,7 @@ static int store_create(lua_State *L)
     const char *meta = luaL_checklstring(L, 3, &len);
     struct ac_err err = AC_ERR_INIT;
     if (s->st->ops->chan_create(s->st, name, meta, len, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -328,7 +329,7 @@ static int store_channel(lua_State *L)
     lua_pushvalue(L, 1);                /* keep the store alive */
     lua_setiuservalue(L, -2, 1);
     if (s->st->ops->chan_open(s->st, name, &c->ch, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     c->owner = s;
     s->nchan++;
     return 1;
@@ -375,7 +376,7 @@ static int chan_meta(lua_State *L)
     struct ac_err err = AC_ERR_INIT;
     struct ac_file f;
     if (c->ch->store->ops->meta_read(c->ch, &f, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushlstring(L, f.data, f.len);
     ac_file_free(&f);
     return 1;
@@ -486,7 +487,7 @@ static int chan_post(lua_State *L)
     res.published = 0;
     if (c->ch->store->ops->msg_post(c->ch, &req, &res, &err) == -1) {
         if (!res.published)
-            return fail_err(L, &err);
+            return ac_lua_fail_err(L, &err);
         /* Visible but not known durable: success, with the warning. */
         lua_pushinteger(L, (lua_Integer)res.seq);
         lua_pushstring(L, res.name);
@@ -580,7 +581,7 @@ static int chan_fetch(lua_State *L)
         flags |= AC_INBOX_NO_STAMP;
     lua_pop(L, 1);
     if (ac_inbox_fetch(c->ch, agent, after, flags, &in, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     push_inbox(L, &in);
     ac_inbox_free(&in);
     return 1;
@@ -593,7 +594,7 @@ static int chan_last(lua_State *L)
     struct ac_inbox in;
     struct ac_err err = AC_ERR_INIT;
     if (ac_inbox_last(c->ch, n > 0 ? (size_t)n : 0, &in, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     if (n <= 0) {
         size_t i;
         for (i = 0; i < in.n; i++) {
@@ -617,7 +618,7 @@ static int chan_message(lua_State *L)
     struct ac_inbox in;
     struct ac_err err = AC_ERR_INIT;
     if (ac_inbox_seq(c->ch, seq > 0 ? (uint64_t)seq : 0, &in, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     push_inbox(L, &in);
     ac_inbox_free(&in);
     return 1;
@@ -629,7 +630,7 @@ static int chan_summary(lua_State *L)
     struct ac_listing l;
     struct ac_err err = AC_ERR_INIT;
     if (c->ch->store->ops->msg_list(c->ch, INT64_MAX, 1, &l, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_createtable(L, 0, 3);
     lua_pushinteger(L, (lua_Integer)l.count);
     lua_setfield(L, -2, "count");
@@ -658,7 +659,7 @@ static int chan_set_cursor(lua_State *L)
     lua_Integer v = luaL_checkinteger(L, 3);
     struct ac_err err = AC_ERR_INIT;
     if (c->ch->store->ops->cursor_set(c->ch, agent, v, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -682,7 +683,7 @@ static int chan_wait(lua_State *L)
     interval = opt_field_number(L, 2, "interval", 5.0);
     rc = ac_wait_inbox(c->ch, agent, after, timeout, interval, &in, &err);
     if (rc == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     if (rc == 1)
         return ac_lua_fail(L, "ETIMEDOUT", 2, "timed out");
     push_inbox(L, &in);
@@ -699,7 +700,7 @@ static int chan_claim_marker(lua_State *L)
     char dest[600];
     if (ac_marker_name_check(marker, &err) == -1 ||
         c->ch->store->ops->marker_claim(c->ch, marker, agent, dest, sizeof dest, &err) == -1)
-        return fail_err(L, &err);
+        return ac_lua_fail_err(L, &err);
     lua_pushstring(L, dest);
     return 1;
 }

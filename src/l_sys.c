@@ -215,15 +215,22 @@ static int l_home(lua_State *L)
     return 1;
 }
 
+/* Argument 1 parsed as an ISO-8601 timestamp (ac_isotime_parse): 0 and
+ * *us, *flags set, or -1 when it is not one. May raise (not a string). */
+static int check_iso(lua_State *L, int64_t *us, int *flags)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    return ac_isotime_parse(s, len, us, flags);
+}
+
 /* True when s is an ISO-8601 timestamp (Python's fromisoformat) with an
  * explicit UTC offset; nil when it is not a timestamp at all. */
 static int l_iso_has_offset(lua_State *L)
 {
-    size_t len;
-    const char *s = luaL_checklstring(L, 1, &len);
     int64_t us;
     int flags;
-    if (ac_isotime_parse(s, len, &us, &flags) == -1)
+    if (check_iso(L, &us, &flags) == -1)
         return 0;
     lua_pushboolean(L, (flags & AC_ISOTIME_HAS_OFFSET) != 0);
     return 1;
@@ -234,11 +241,9 @@ static int l_iso_has_offset(lua_State *L)
  * 1970 with microseconds; nil when it is not one. */
 static int l_iso_epoch(lua_State *L)
 {
-    size_t len;
-    const char *s = luaL_checklstring(L, 1, &len);
     int64_t us;
     int flags;
-    if (ac_isotime_parse(s, len, &us, &flags) == -1)
+    if (check_iso(L, &us, &flags) == -1)
         return 0;
     lua_pushnumber(L, (lua_Number)us / 1e6);
     return 1;

@@ -14,6 +14,7 @@
 #include <lualib.h>
 
 #include "agentchat/clock.h"
+#include "agentchat/err.h"
 
 static lua_State *globalL;
 
@@ -81,6 +82,12 @@ int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *messa
     lua_pushstring(L, code);
     lua_pushinteger(L, exit_code);
     return 4;
+}
+
+int ac_lua_fail_err(lua_State *L, const struct ac_err *err)
+{
+    return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",
+                       err->exit_code ? err->exit_code : 1, err->msg);
 }
 
 /* package.preload loader for an embedded module (upvalue: its index). */

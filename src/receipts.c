@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +19,9 @@
 #include "agentchat/slug.h"
 #include "agentchat/store.h"
 #include "agentchat/utf8.h"
+#include "agentchat/wait.h"
 
 #define ACK_SUFFIX ".json"
-#define MIN_INTERVAL_NS (10 * 1000000LL)
 #define STALE_TEMP_SEC 60     /* a live ack never keeps its temp this long */
 
 /* Why `agent` cannot name an ack file, or NULL when it can. The rules are
@@ -336,7 +335,7 @@ int ac_receipts_wait(int chfd, uint64_t seq, const char *const *agents, size_t n
 {
     struct waitdirs d = { -1, -1 };
     struct ac_dirwatch *w = NULL;
-    int64_t start = ac_clock_mono_ns(), deadline = INT64_MAX, interval_ns;
+    int64_t start = ac_clock_mono_ns(), deadline, interval_ns;
     size_t i;
     int rc = -1;
 
@@ -345,13 +344,7 @@ int ac_receipts_wait(int chfd, uint64_t seq, const char *const *agents, size_t n
         if (ac_ack_agent_check(agents[i], err) == -1)
             return -1;
     }
-    if (isnan(timeout_s) || timeout_s < 0)
-        timeout_s = 0;
-    if (!isinf(timeout_s) && timeout_s < 9.0e9)
-        deadline = start + (int64_t)(timeout_s * 1e9);
-    interval_ns = (isnan(interval_s) || interval_s * 1e9 < (double)MIN_INTERVAL_NS)
-                  ? MIN_INTERVAL_NS
-                  : interval_s > 86400.0 ? 86400LL * 1000000000 : (int64_t)(interval_s * 1e9);
+    ac_wait_limits(start, timeout_s, interval_s, &deadline, &interval_ns);
 
     /* Watch before the first check, so that nothing published between the
      * check and the wait is missed. One watch for both directories: they

@@ -27,22 +27,29 @@ static int interrupted(struct ac_err *err)
     return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
 }
 
+void ac_wait_limits(int64_t start, double timeout_s, double interval_s,
+                    int64_t *deadline, int64_t *interval_ns)
+{
+    *deadline = INT64_MAX;
+    if (isnan(timeout_s) || timeout_s < 0)
+        timeout_s = 0;
+    if (!isinf(timeout_s) && timeout_s < 9.0e9)
+        *deadline = start + (int64_t)(timeout_s * 1e9);
+    *interval_ns = (isnan(interval_s) || interval_s * 1e9 < (double)MIN_INTERVAL_NS)
+                   ? MIN_INTERVAL_NS
+                   : interval_s > 86400.0 ? 86400LL * 1000000000 : (int64_t)(interval_s * 1e9);
+}
+
 int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
                   double timeout_s, double interval_s, struct ac_inbox *out,
                   struct ac_err *err)
 {
     const struct ac_store_ops *ops = ch->store->ops;
     struct ac_watch *w;
-    int64_t start = ac_clock_mono_ns(), deadline = INT64_MAX, interval_ns;
+    int64_t start = ac_clock_mono_ns(), deadline, interval_ns;
     int rc = -1;
 
-    if (isnan(timeout_s) || timeout_s < 0)
-        timeout_s = 0;
-    if (!isinf(timeout_s) && timeout_s < 9.0e9)
-        deadline = start + (int64_t)(timeout_s * 1e9);
-    interval_ns = (isnan(interval_s) || interval_s * 1e9 < (double)MIN_INTERVAL_NS)
-                  ? MIN_INTERVAL_NS
-                  : interval_s > 86400.0 ? 86400LL * 1000000000 : (int64_t)(interval_s * 1e9);
+    ac_wait_limits(start, timeout_s, interval_s, &deadline, &interval_ns);
 
     /* Open the watch before the first scan, so nothing published between
      * the scan and the wait can be missed. */

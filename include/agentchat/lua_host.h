@@ -27,6 +27,11 @@ int ac_lua_pcall(lua_State *L, int nargs, int nres);
  * and return 4. */
 int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *message);
 
+/* ac_lua_fail with the code, exit code and message of a C-layer error
+ * (IO_ERROR and 1 where it set none); returns 4. */
+struct ac_err;
+int ac_lua_fail_err(lua_State *L, const struct ac_err *err);
+
 /* Module openers (one per binding file). */
 int luaopen_agentchat_store(lua_State *L);
 int luaopen_agentchat_sys(lua_State *L);
@@ -45,6 +50,10 @@ struct ac_chan;
 /* The open channel held by the "agentchat.channel" userdata at idx (as
  * returned by store:channel()); raises on anything else or a closed one. */
 struct ac_chan *ac_lua_checkchan(lua_State *L, int idx);
+
+/* Push the list of n names as a Lua sequence and free it (ac_names_free).
+ * May raise (memory): the names would leak. */
+void ac_lua_push_names(lua_State *L, char **names, size_t n);
 
 /* Push a jansson value as a Lua value (objects and arrays become tables;
  * null becomes `nullv`'s value at index nullidx, or nil when 0). */

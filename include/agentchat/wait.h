@@ -30,4 +30,11 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
                   double timeout_s, double interval_s, struct ac_inbox *out,
                   struct ac_err *err);
 
+/* The limits of a wait that starts at `start` (CLOCK_MONOTONIC ns):
+ * *deadline from timeout_s as above (INT64_MAX for none; +inf and 9e9 s or
+ * more mean none) and *interval_ns from interval_s (NaN or under 10 ms:
+ * 10 ms; at most a day). Shared by ac_wait_inbox and ac_receipt_wait. */
+void ac_wait_limits(int64_t start, double timeout_s, double interval_s,
+                    int64_t *deadline, int64_t *interval_ns);
+
 #endif

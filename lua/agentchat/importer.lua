@@ -93,6 +93,18 @@ function M.expect(kinds, name, want, shown)
     .. (want == "dir" and "folder" or "regular file"))
 end
 
+--- expect() for each {name, want} of `list`, in order: true or the first
+--- failure.
+function M.expect_all(kinds, list)
+  for _, e in ipairs(list) do
+    local ok, msg, code, exit = M.expect(kinds, e[1], e[2])
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
+  return true
+end
+
 --- The inbox files of dir/inbox, by name: {{file = "inbox/<name>.jsonl",
 --- owner = "<name>"}, ...}. Other names (no ".jsonl", a leading ".") are
 --- not inboxes and are ignored; an inbox that is not a regular file, or
@@ -139,6 +151,26 @@ end
 --- Record a warning about a line that is imported all the same.
 function M.note(plan, file, line, message)
   plan.warnings[#plan.warnings + 1] = { file = file, line = line, message = message }
+end
+
+--- Read the file src.file of dir and call fn(record, lineno) for each line
+--- that parse(object, src.owner) turns into a record; a line it refuses
+--- (nil and the problem) becomes a warning. Returns true or the failure
+--- to read the file.
+function M.each_record(plan, dir, src, parse, fn)
+  local text, msg, code, exit = M.read(dir, src.file)
+  if not text then
+    return nil, msg, code, exit
+  end
+  M.each_line(plan, src.file, text, function(obj, n)
+    local rec, problem = parse(obj, src.owner)
+    if not rec then
+      M.warn(plan, src.file, n, problem)
+      return
+    end
+    fn(rec, n)
+  end)
+  return true
 end
 
 --- Call fn(object, lineno) for each JSON object line of `text` (the file

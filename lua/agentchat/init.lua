@@ -214,6 +214,40 @@ function Root:channels()
   return out
 end
 
+-- What a fetch for `as` gives in each channel of `names` (nil: every
+-- channel of the store), cursors untouched: {{channel = name, batch =
+-- batch}, ...} in that order, or the first failure. A listed channel that
+-- cannot be opened fails; an unlisted one removed since the listing is
+-- skipped. Shared by root:unread and root:inbox (api/inbox.lua), hence in
+-- M, as a private name.
+function M._batches(root, as, names)
+  local listed = names ~= nil
+  local msg, code, exit
+  if not listed then
+    names, msg, code, exit = root._store:channels()
+    if not names then
+      return nil, msg, code, exit
+    end
+  end
+  local out = {}
+  for _, name in ipairs(names) do
+    local ch
+    ch, msg, code, exit = root:channel(name)
+    if ch then
+      local batch
+      batch, msg, code, exit = ch:fetch{ as = as }
+      ch:close()
+      if not batch then
+        return nil, msg, code, exit
+      end
+      out[#out + 1] = { channel = name, batch = batch }
+    elseif listed or code ~= "CHANNEL_NOT_FOUND" then
+      return nil, msg, code, exit      -- (unlisted: removed since the listing)
+    end
+  end
+  return out
+end
+
 --- Unread counts for agent `as`, the summary the host hooks print:
 --- {channel=, count=} for each channel with messages for `as` above its
 --- cursor (the relevance of `read`), cursors untouched. opts.channels: the
@@ -226,31 +260,14 @@ function Root:unread(as, opts)
   if opts ~= nil and (type(opts) ~= "table" or (opts.channels ~= nil and type(opts.channels) ~= "table")) then
     error("unread expects {channels = {name, ...}}", 2)
   end
-  local names = opts and opts.channels
-  local listed = names ~= nil
-  local msg, code, exit
-  if not listed then
-    names, msg, code, exit = self._store:channels()
-    if not names then
-      return nil, msg, code, exit
-    end
+  local batches, msg, code, exit = M._batches(self, as, opts and opts.channels)
+  if not batches then
+    return nil, msg, code, exit
   end
   local out = {}
-  for _, name in ipairs(names) do
-    local ch
-    ch, msg, code, exit = self:channel(name)
-    if ch then
-      local batch
-      batch, msg, code, exit = ch:fetch{ as = as }
-      ch:close()
-      if not batch then
-        return nil, msg, code, exit
-      end
-      if #batch.messages > 0 then
-        out[#out + 1] = { channel = name, count = #batch.messages }
-      end
-    elseif listed or code ~= "CHANNEL_NOT_FOUND" then
-      return nil, msg, code, exit      -- (unlisted: removed since the listing)
+  for _, e in ipairs(batches) do
+    if #e.batch.messages > 0 then
+      out[#out + 1] = { channel = e.channel, count = #e.batch.messages }
     end
   end
   return out
@@ -466,20 +483,26 @@ function Channel:commit(batch)
   return self._h:set_cursor(batch.agent, batch.cursor)
 end
 
+-- `result` once commit(obj, result) returned true (it moves cursors), or
+-- its failure; `result` alone when `skip` (a peek). The last step of read,
+-- wait and root:inbox (api/inbox.lua), hence in M, as a private name.
+function M._committed(obj, commit, result, skip)
+  if not skip then
+    local ok, msg, code, exit = commit(obj, result)
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
+  return result
+end
+
 --- read: fetch, then commit unless opts.peek.
 function Channel:read(opts)
   local batch, msg, code, exit = self:fetch(opts)
   if not batch then
     return nil, msg, code, exit
   end
-  if not opts.peek and opts.after == nil then
-    local ok
-    ok, msg, code, exit = self:commit(batch)
-    if not ok then
-      return nil, msg, code, exit
-    end
-  end
-  return batch
+  return M._committed(self, self.commit, batch, opts.peek or opts.after ~= nil)
 end
 
 --- Block until relevant messages arrive (opts.timeout seconds, default 900;
@@ -499,14 +522,7 @@ function Channel:wait(opts)
     return nil, msg, code, exit
   end
   local batch = batch_of(inbox, opts.as, before)
-  if not opts.peek and opts.after == nil then
-    local ok
-    ok, msg, code, exit = self:commit(batch)
-    if not ok then
-      return nil, msg, code, exit
-    end
-  end
-  return batch
+  return M._committed(self, self.commit, batch, opts.peek or opts.after ~= nil)
 end
 
 --- The last n messages in seq order, any recipient; cursors untouched.

@@ -164,14 +164,11 @@ end
 
 -- ------------------------------------------------------------ helpers
 
---- Recipients of a `to` value as the reader sees them (SPEC.md 3.3):
---- nil for a broadcast, else the list of names.
+--- Recipients of a `to` value as the reader sees them: ac.recipients
+--- (nil for a broadcast, else the list of names). Looked up when called:
+--- agentchat loads this module lazily, never while it is loading itself.
 local function recipients(to)
-  to = sys.strip(to or "")
-  if to == "" or to == "all" or to == "[]" or to == "*" then
-    return nil
-  end
-  return py.comma_list((to:gsub("^[%[%]]+", ""):gsub("[%[%]]+$", "")))
+  return require("agentchat").recipients(to)
 end
 
 local function addressed_to(m, agent)

@@ -163,10 +163,7 @@ static int in_child(const char *fault, const char *point, int times, const char 
 {
     int status = -1;
     pid_t pid;
-    fflush(stdout);
-    pid = fork();
-    if (pid == -1)
-        t_bail("fork");
+    pid = t_fork();
     if (pid == 0) {
         if (errpath) {
             int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);

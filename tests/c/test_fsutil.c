@@ -53,10 +53,7 @@ static int run_faulted(const char *dir, const char *fault, int flags, const char
     pid_t pid;
 
     snprintf(fl, sizeof fl, "%d", flags);
-    fflush(stdout);
-    pid = fork();
-    if (pid == -1)
-        t_bail("fork");
+    pid = t_fork();
     if (pid == 0) {
         setenv("AGENT_CHAT_FAULT", fault, 1);
         if (log)

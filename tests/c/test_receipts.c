@@ -56,10 +56,7 @@ static int new_channel(const char *name)
 static pid_t later(int chfd, long ms, uint64_t seq, const char *agent, int64_t cursor)
 {
     pid_t pid;
-    fflush(stdout);
-    pid = fork();
-    if (pid == -1)
-        t_bail("fork");
+    pid = t_fork();
     if (pid == 0) {
         struct ac_err err = AC_ERR_INIT;
         nap_ms(ms);

@@ -67,10 +67,7 @@ static void age(const char *path, long sec)
 static pid_t spawn_acquirer(const char *dir, int wfd, int signals)
 {
     pid_t pid;
-    fflush(stdout);
-    pid = fork();
-    if (pid == -1)
-        t_bail("fork");
+    pid = t_fork();
     if (pid == 0) {
         struct ac_seqlock lk;
         struct ac_err err = AC_ERR_INIT;

@@ -891,10 +891,7 @@ static int run_post_child(const char *chan, const char *fault, const char *log)
 {
     int status = -1;
     pid_t pid;
-    fflush(stdout);
-    pid = fork();
-    if (pid == -1)
-        t_bail("fork");
+    pid = t_fork();
     if (pid == 0) {
         setenv("AGENT_CHAT_FAULT", fault, 1);
         if (log)

@@ -41,6 +41,19 @@ static void t_bail(const char *fmt, ...)
     exit(99);
 }
 
+/* fork() with stdout flushed first, so that the child cannot print the
+ * parent's buffered TAP lines again; bails out when fork fails. */
+static pid_t t_fork(void) T_UNUSED;
+static pid_t t_fork(void)
+{
+    pid_t pid;
+    fflush(stdout);
+    pid = fork();
+    if (pid == -1)
+        t_bail("fork");
+    return pid;
+}
+
 /* A path built with printf syntax, in one of 8 rotating static buffers. */
 static const char *t_path(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
 static const char *t_path(const char *fmt, ...)

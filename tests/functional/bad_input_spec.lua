@@ -10,11 +10,7 @@ local F = require "support"
 local LONG = string.rep("a", 10 * 1024)
 
 --- Run the binary and assert it did not crash.
-local function ac(argv, opts)
-  local r = F.run(argv, opts)
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
+local ac = F.run_checked
 
 --- A root with channel `c` holding one message; returns root, parent.
 local function seeded_root()

@@ -6,11 +6,7 @@ package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
 
 --- Run the binary and assert it did not crash.
-local function ac(argv, opts)
-  local r = F.run(argv, opts)
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
+local ac = F.run_checked
 
 describe("agent-chat usage errors", function()
   local root

@@ -101,9 +101,7 @@ C.COMMANDS = {
 
 -- ------------------------------------------------------------ helpers
 
-local function copy(from, to)
-  assert(os.execute("rm -rf " .. F.sh(to) .. " && cp -a " .. F.sh(from) .. " " .. F.sh(to)))
-end
+local copy = F.copy
 C.copy = copy
 
 local NO_FAULT = { AGENT_CHAT_FAULT = false, AGENT_CHAT_FAULT_LOG = false, AGENT_CHAT_FAULT_LOG_SYS = false }
@@ -202,19 +200,7 @@ function C.state(chdir)
   return st
 end
 
-local function same(a, b)
-  for k, v in pairs(a) do
-    if b[k] ~= v then
-      return false
-    end
-  end
-  for k in pairs(b) do
-    if a[k] == nil then
-      return false
-    end
-  end
-  return true
-end
+local same = F.same
 
 --- Differences of two file maps, for messages.
 local function diff(want, got)

@@ -53,11 +53,7 @@ local function messages(root, name)
 end
 
 --- A copy of a fixture folder to damage.
-local function copy(src)
-  local dir = F.tmpdir() .. "/copy"
-  assert(os.execute("cp -R " .. F.sh(src) .. " " .. F.sh(dir)))
-  return dir
-end
+local copy = F.copy
 
 describe("import team", function()
   local root, first, snap

@@ -10,17 +10,7 @@ package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
 local json = require "agentchat.json"
 
-local function ac(root, argv)
-  local r = F.run({ "--root", root, table.unpack(argv) })
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
-
-local function ok(root, argv)
-  local r = ac(root, argv)
-  assert.equal(0, r.code, F.describe(r))
-  return r
-end
+local ac, ok = F.ac, F.ok
 
 local function message(root, ch, seq, from, to, ts, title)
   local text = string.format("---\nseq: %d\nfrom: %s\nto: %s\nchannel: %s\nts: %s\nstatus: discussion\n"
@@ -69,12 +59,6 @@ local function cursors(root)
   return out
 end
 
-local function copy(root)
-  local dst = F.tmpdir() .. "/copy"
-  assert(os.execute("cp -a " .. F.sh(root) .. " " .. F.sh(dst)))
-  return dst
-end
-
 describe("inbox", function()
   local root
 
@@ -93,7 +77,7 @@ describe("inbox", function()
   end)
 
   it("moves every channel's cursor exactly as read does", function()
-    local other = copy(root)
+    local other = F.copy(root)
     ok(root, { "inbox", "--as", "bob" })
     for _, ch in ipairs({ "alpha", "beta", "gamma" }) do
       ok(other, { "read", ch, "--as", "bob" })

@@ -11,11 +11,7 @@ local F = require "support"
 
 local EXAMPLE = H.repo .. "/examples/lead-shutdown.lua"
 
-local function ac(argv, opts)
-  local r = F.run(argv, opts)
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
+local ac = F.run_checked
 
 --- A fresh root with channel dev (members lead, bob, carol, dave).
 local function setup_root(members)
@@ -47,31 +43,7 @@ local function posted_id(stdout)
   return assert(stdout:match("^request (%S+) posted #%d+ %-> "), F.show(stdout))
 end
 
---- Run `agent-chat CMD...` (words already quoted for sh) in the
---- background, run `between` (sh, $A is the binary) after `delay`
---- seconds, collect it. Returns {code, stdout, stderr}, seconds taken.
-local function background(root, cmd, between, delay)
-  local work = F.tmpdir()
-  local t0 = F.now()
-  local rc = F.shell([[
-W=$1
-exec 2>"$W/shell.err"
-"$A" ]] .. cmd .. [[ >"$W/out" 2>"$W/err" &
-pid=$!
-( trap 'kill $s 2>/dev/null; exit 0' TERM
-  sleep 30 & s=$!
-  wait $s && kill -KILL $pid ) </dev/null >/dev/null 2>&1 &
-dog=$!
-sleep ]] .. delay .. "\n" .. between .. [[
-
-wait $pid
-echo $? >"$W/rc"
-kill $dog 2>/dev/null
-]], { AGENT_CHAT_ROOT = root }, work)
-  assert.equal(0, rc, F.read(work .. "/shell.err"))
-  return { code = tonumber(F.read(work .. "/rc")), stdout = F.read(work .. "/out"),
-           stderr = F.read(work .. "/err") }, F.now() - t0
-end
+local background = F.background
 
 -- bob answering like an agent would: wait until the request reaches him
 -- (the last step of the requester before its wait), read its id, respond.

@@ -16,17 +16,7 @@ local F = require "support"
 local json = require "agentchat.json"
 local sys = require "agentchat.sys"
 
-local function ac(root, argv, env)
-  local r = F.run({ "--root", root, table.unpack(argv) }, { env = env })
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
-
-local function ok(root, argv)
-  local r = ac(root, argv)
-  assert.equal(0, r.code, F.describe(r))
-  return r
-end
+local ac, ok = F.ac, F.ok
 
 -- A failure: exit code, one "agent-chat: CODE: ..." line, nothing on stdout.
 local function fails(r, code, exit)

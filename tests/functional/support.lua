@@ -18,6 +18,15 @@
 --                           the extra words) -> exit code
 --   F.snapshot(dir)         {relpath = "d" | "f:<bytes>" | "l:<target>"}
 --   F.diff(a, b)            list of human-readable differences ({} if none)
+--   F.same(a, b)            two flat tables hold the same keys and values
+--   F.copy(from, to)        cp -a of a tree over `to` (default: a fresh
+--                           temporary path) -> to
+--   F.run_checked(argv, opts) F.run that raises if the binary crashed
+--   F.ac(root, argv, env)   F.run_checked of `--root ROOT ARGV...`
+--   F.ok(root, argv, env)   the same, and it exited 0
+--   F.background(root, cmd, between, delay)
+--                           cmd in the background, `between` after `delay`
+--                           s, then collect it -> {code=, stdout=, stderr=}, s
 --   F.crashed(stderr)       a reason string if stderr shows a crash, else nil
 --   F.error_line(stderr)    nil if stderr is one "agent-chat: ..." line,
 --                           else a reason string
@@ -255,6 +264,83 @@ function F.diff(a, b, ignore)
     end
   end
   return out
+end
+
+--- Do two flat tables hold the same keys and values?
+function F.same(a, b)
+  for k, v in pairs(a) do
+    if b[k] ~= v then
+      return false
+    end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then
+      return false
+    end
+  end
+  return true
+end
+
+--- Copy the tree `from` (cp -a) to `to`, replacing what is there; `to`
+--- defaults to a fresh temporary path. Returns `to`.
+function F.copy(from, to)
+  to = to or (H.tmpdir() .. "/copy")
+  assert(os.execute("rm -rf " .. H.sh(to) .. " && cp -a " .. H.sh(from) .. " " .. H.sh(to)))
+  return to
+end
+
+--- F.run that raises if the binary crashed. Returns the result.
+function F.run_checked(argv, opts)
+  local r = F.run(argv, opts)
+  local crash = F.crashed(r.stderr)
+  if crash then
+    error(crash .. ": " .. F.describe(r), 2)
+  end
+  return r
+end
+
+--- `agent-chat --root ROOT ARGV...` (F.run_checked, `env` as opts.env).
+function F.ac(root, argv, env)
+  local r = F.run_checked({ "--root", root, table.unpack(argv) }, { env = env })
+  return r
+end
+
+--- F.ac that also raises unless the command exited 0.
+function F.ok(root, argv, env)
+  local r = F.ac(root, argv, env)
+  if r.code ~= 0 then
+    error("expected exit 0: " .. F.describe(r), 2)
+  end
+  return r
+end
+
+--- Run `agent-chat CMD...` (words already quoted for sh; AGENT_CHAT_ROOT
+--- is root) in the background, run `between` (sh, $A is the binary) after
+--- `delay` seconds, collect it; a watchdog kills it after 30 s. Returns
+--- {code, stdout, stderr} and the seconds taken.
+function F.background(root, cmd, between, delay)
+  local work = H.tmpdir()
+  local t0 = F.now()
+  local rc = F.shell([[
+W=$1
+exec 2>"$W/shell.err"
+"$A" ]] .. cmd .. [[ >"$W/out" 2>"$W/err" &
+pid=$!
+( trap 'kill $s 2>/dev/null; exit 0' TERM
+  sleep 30 & s=$!
+  wait $s && kill -KILL $pid ) </dev/null >/dev/null 2>&1 &
+dog=$!
+sleep ]] .. delay .. "\n" .. between .. [[
+
+wait $pid
+echo $? >"$W/rc"
+kill $dog 2>/dev/null
+]], { AGENT_CHAT_ROOT = root }, work)
+  if rc ~= 0 then
+    error("the background shell failed: " .. tostring(H.read(work .. "/shell.err")), 2)
+  end
+  return { code = tonumber(H.read(work .. "/rc")), stdout = H.read(work .. "/out"),
+           stderr = H.read(work .. "/err") }, F.now() - t0
 end
 
 --- A fresh root path inside a fresh parent directory (the root itself is

@@ -106,9 +106,7 @@ local SCENARIOS = {
 
 -- ---------------------------------------------------------------- state
 
-local function copy(from, to)
-  assert(os.execute("rm -rf " .. F.sh(to) .. " && cp -a " .. F.sh(from) .. " " .. F.sh(to)))
-end
+local copy = F.copy
 
 --- Task records and claim files (not journals, not temp files).
 local function records(snap)
@@ -130,19 +128,7 @@ local function normalized(recs)
   return out
 end
 
-local function same(a, b)
-  for k, v in pairs(a) do
-    if b[k] ~= v then
-      return false
-    end
-  end
-  for k in pairs(b) do
-    if a[k] == nil then
-      return false
-    end
-  end
-  return true
-end
+local same = F.same
 
 local function leftovers(snap)
   local out = {}

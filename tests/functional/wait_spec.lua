@@ -5,11 +5,7 @@ local H = require "spec_helper"
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
 
-local function ac(argv, opts)
-  local r = F.run(argv, opts)
-  assert.is_nil(F.crashed(r.stderr), F.describe(r))
-  return r
-end
+local ac = F.run_checked
 
 local function timed(fn)
   local t0 = F.now()
@@ -145,37 +141,17 @@ describe("wait with unread messages", function()
 end)
 
 describe("wait woken by another process", function()
-  local root, work
+  local root
 
   before_each(function()
     root = F.new_root()
-    work = F.tmpdir()
     F.init(root, "w")
   end)
 
   --- Start `wait` in the background, run `between` (shell) after `delay`
   --- seconds, then collect the waiter. Returns {code, stdout, stderr}, took.
   local function waiter(wait_args, between, delay)
-    local t0 = F.now()
-    local rc = F.shell([[
-W=$1
-exec 2>"$W/shell.err"
-"$A" wait w ]] .. wait_args .. [[ >"$W/out" 2>"$W/err" &
-pid=$!
-( trap 'kill $s 2>/dev/null; exit 0' TERM
-  sleep 30 & s=$!
-  wait $s && kill -KILL $pid ) </dev/null >/dev/null 2>&1 &
-dog=$!
-sleep ]] .. delay .. "\n" .. between .. [[
-
-wait $pid
-echo $? >"$W/rc"
-kill $dog 2>/dev/null
-]], { AGENT_CHAT_ROOT = root }, work)
-    assert.equal(0, rc)
-    local took = F.now() - t0
-    return { code = tonumber(F.read(work .. "/rc")), stdout = F.read(work .. "/out"),
-             stderr = F.read(work .. "/err") }, took
+    return F.background(root, "wait w " .. wait_args, between, delay)
   end
 
   it("wakes up on a post well before the timeout", function()

@@ -54,49 +54,33 @@ function A.install(_, M)
         or (opts.channels ~= nil and type(opts.channels) ~= "table") then
       error("inbox expects {as = name, channels = {name, ...}, peek = false}", 2)
     end
-    local names, listed = opts.channels, opts.channels ~= nil
-    local msg, code, exit
-    if not listed then
-      names, msg, code, exit = self._store:channels()
-      if not names then
-        return nil, msg, code, exit
-      end
-    end
-    local entries, seen = {}, {}
-    for _, name in ipairs(names) do
-      if type(name) ~= "string" then
-        error("inbox: channel names must be strings", 2)
-      end
-      if not seen[name] then
-        seen[name] = true
-        local ch
-        ch, msg, code, exit = self:channel(name)
-        if ch then
-          local batch
-          batch, msg, code, exit = ch:fetch{ as = opts.as }
-          ch:close()
-          if not batch then
-            return nil, msg, code, exit
-          end
-          for _, m in ipairs(batch.messages) do
-            m.channel = name
-          end
-          entries[#entries + 1] = { channel = name, batch = batch, cursor_before = batch.cursor_before,
-                                    cursor = batch.cursor, count = #batch.messages }
-        elseif listed or code ~= "CHANNEL_NOT_FOUND" then
-          return nil, msg, code, exit      -- (unlisted: removed since the listing)
+    -- Listed names: checked and each taken once, before anything is read.
+    local names = opts.channels
+    if names then
+      local seen = {}
+      names = {}
+      for _, name in ipairs(opts.channels) do
+        if type(name) ~= "string" then
+          error("inbox: channel names must be strings", 2)
+        end
+        if not seen[name] then
+          seen[name] = true
+          names[#names + 1] = name
         end
       end
     end
-    local inbox = { agent = opts.as, messages = merge(entries), channels = entries }
-    if not opts.peek then
-      local ok
-      ok, msg, code, exit = self:commit_inbox(inbox)
-      if not ok then
-        return nil, msg, code, exit
-      end
+    local entries, msg, code, exit = M._batches(self, opts.as, names)
+    if not entries then
+      return nil, msg, code, exit
     end
-    return inbox
+    for _, e in ipairs(entries) do
+      for _, m in ipairs(e.batch.messages) do
+        m.channel = e.channel
+      end
+      e.cursor_before, e.cursor, e.count = e.batch.cursor_before, e.batch.cursor, #e.batch.messages
+    end
+    local inbox = { agent = opts.as, messages = merge(entries), channels = entries }
+    return M._committed(self, self.commit_inbox, inbox, opts.peek)
   end
 
   --- Move every channel's cursor as `read` would after showing the inbox.

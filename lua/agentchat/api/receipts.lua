@@ -59,6 +59,16 @@ local function message_of(ch, seq)
   return m
 end
 
+-- check_seq then message_of: the message #seq of a method's argument
+-- (`level` as for check_seq, counted from the method).
+local function checked_message(ch, seq, level)
+  local ok, msg, code, exit = check_seq(seq, level + 1)
+  if not ok then
+    return nil, msg, code, exit
+  end
+  return message_of(ch, seq)
+end
+
 -- Senders of the channel's messages in order of first appearance (the
 -- agents an open channel knows).
 local function senders(ch)
@@ -145,12 +155,7 @@ function A.install(Channel, M)
     if type(what) == "table" then
       return addressees_of(self, what)
     end
-    local ok, msg, code, exit = check_seq(what, 2)
-    if not ok then
-      return nil, msg, code, exit
-    end
-    local m
-    m, msg, code, exit = message_of(self, what)
+    local m, msg, code, exit = checked_message(self, what, 2)
     if not m then
       return nil, msg, code, exit
     end
@@ -202,12 +207,7 @@ function A.install(Channel, M)
 
   --- The receipt of message #seq: per addressee delivered / read / acked.
   function Channel:receipts(seq)
-    local ok, msg, code, exit = check_seq(seq, 2)
-    if not ok then
-      return nil, msg, code, exit
-    end
-    local m
-    m, msg, code, exit = message_of(self, seq)
+    local m, msg, code, exit = checked_message(self, seq, 2)
     if not m then
       return nil, msg, code, exit
     end
@@ -268,12 +268,7 @@ function A.install(Channel, M)
         or (opts.agents ~= nil and type(opts.agents) ~= "table") then
       error("wait_receipts expects (seq, {state = \"read\"|\"acked\", timeout=, interval=, agents=})", 2)
     end
-    local ok, msg, code, exit = check_seq(seq, 2)
-    if not ok then
-      return nil, msg, code, exit
-    end
-    local m
-    m, msg, code, exit = message_of(self, seq)
+    local m, msg, code, exit = checked_message(self, seq, 2)
     if not m then
       return nil, msg, code, exit
     end

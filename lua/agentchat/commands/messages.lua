@@ -53,13 +53,7 @@ local function cut40(s)
   return s:sub(1, stop - 1) .. "..."
 end
 
-local function ljust(s, width)
-  local n = py.ulen(s)
-  if n >= width then
-    return s
-  end
-  return s .. string.rep(" ", width - n)
-end
+local ljust = open.ljust
 
 local function show_messages(ctx, messages)
   local parts = {}
@@ -69,18 +63,7 @@ local function show_messages(ctx, messages)
   ctx.out(table.concat(parts))
 end
 
-local function warn_skipped(ctx, batch)
-  for _, s in ipairs(batch.skipped or {}) do
-    ctx.err("agent-chat: warning: skipped unreadable message " .. s.name .. ": " .. s.reason .. "\n")
-  end
-end
-
-local function text_ok(ctx, value, what)
-  if not sys.utf8_valid(value) then
-    return nil, ctx.fail(what .. " is not valid UTF-8", "INVALID_UTF8")
-  end
-  return true
-end
+local warn_skipped, text_ok = open.warn_skipped, open.text_ok
 
 -- ------------------------------------------------------------ commands
 
@@ -155,16 +138,7 @@ local function read_body(args, ctx)
     return text_ok(ctx, args.body, "--body") and args.body or nil, 1
   end
   if args.body_file then
-    local data, msg = sys.read_file(args.body_file, BODY_CAP)
-    if not data then
-      return nil, ctx.fail("could not read body file: " .. msg .. ": " .. py.repr_str(args.body_file),
-        "BODY_FILE_UNREADABLE")
-    end
-    if not sys.utf8_valid(data) then
-      return nil, ctx.fail("could not read body file: invalid UTF-8 in " .. py.repr_str(args.body_file),
-        "BODY_FILE_UNREADABLE")
-    end
-    return data
+    return open.body_file(args, ctx)
   end
   if sys.isatty(0) then
     ctx.err(STDIN_HINT)
@@ -221,10 +195,7 @@ local function cmd_post(args, ctx)
   if not res then
     return ctx.fail(msg, code, exit)
   end
-  ctx.out(string.format("posted #%d -> %s/%s\n", res.seq, args.channel, res.file))
-  if res.warning then
-    ctx.err("agent-chat: warning: " .. res.warning .. "\n")
-  end
+  open.posted(ctx, args.channel, res)
   if receipts then
     return receipts.wait_for(ch, res.seq, waiting, args, ctx)
   end
@@ -248,17 +219,7 @@ local function cmd_read(args, ctx)
     show_messages(ctx, batch.messages)
   end
   -- The cursor moves only once the messages are out.
-  if not ctx.flush() then
-    return 1
-  end
-  if not args.peek then
-    local ok
-    ok, msg, code, exit = ch:commit(batch)
-    if not ok then
-      return ctx.fail(msg, code, exit)
-    end
-  end
-  return 0
+  return open.commit_shown(ctx, args.peek, ch.commit, ch, batch)
 end
 
 local function cmd_wait(args, ctx)
@@ -267,13 +228,9 @@ local function cmd_wait(args, ctx)
     return rc
   end
   -- No --interval: the config's wait.interval, else 5 (docs/config.md).
-  local interval = args.interval
-  if interval == nil then
-    local why, wcode, wexit
-    interval, why, wcode, wexit = require("agentchat.config").get("interval", args.root)
-    if not interval then
-      return ctx.fail(why, wcode, wexit)
-    end
+  local interval, irc = open.interval(args, ctx)
+  if not interval then
+    return irc
   end
   local batch, msg, code, exit = ch:wait{ as = args.as, timeout = args.timeout,
                                           interval = interval, peek = true }
@@ -287,15 +244,7 @@ local function cmd_wait(args, ctx)
   end
   warn_skipped(ctx, batch)
   show_messages(ctx, batch.messages)
-  if not ctx.flush() then
-    return 1
-  end
-  local ok
-  ok, msg, code, exit = ch:commit(batch)
-  if not ok then
-    return ctx.fail(msg, code, exit)
-  end
-  return 0
+  return open.commit_shown(ctx, false, ch.commit, ch, batch)
 end
 
 local function cmd_peek(args, ctx)

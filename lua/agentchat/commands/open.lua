@@ -1,6 +1,7 @@
 -- agentchat.commands.open: the root and the channel a command names, with
--- failures printed through ctx.fail. Each command family maps the core's
--- channel errors to its own codes (the Python tool words them per family).
+-- failures printed through ctx.fail, and the small steps several command
+-- families share (below). Each command family maps the core's channel
+-- errors to its own codes (the Python tool words them per family).
 --
 --   local ch, rc_or_root = open.channel(args, ctx, how)
 --     how.open(root, name)    opener (default root:channel)
@@ -10,7 +11,22 @@
 --     how.missing(root, name) -> message, code, exit for CHANNEL_NOT_FOUND
 --     how.exit                exit code of every other failure (default: its own)
 --   Returns the channel and the root, or nil and the exit code.
+--
+--   open.text_ok(ctx, value, what)   an option's text is valid UTF-8 (nil is)
+--   open.body_file(args, ctx)        the text of --body-file
+--   open.interval(args, ctx)         --interval, else the config's wait.interval
+--   open.posted(ctx, channel, res)   the "posted #N -> ..." line and its warning
+--   open.warn_skipped(ctx, batch)    a warning per unreadable message skipped
+--   open.ljust(s, width)             s padded with spaces to width characters
+--   open.commit_shown(ctx, skip, commit, ...)
+--                                    once the output is out, commit(...)
+--                                    unless skip; returns the exit code
+-- The ones that can fail print the failure and return nil and the exit code.
 local ac = require "agentchat"
+local py = require "agentchat.pycompat"
+local sys = require "agentchat.sys"
+
+local BODY_CAP = 16 * 1024 * 1024
 
 local M = {}
 
@@ -46,6 +62,69 @@ function M.channel(args, ctx, how)
     return nil, ctx.fail(how.missing(root, args.channel))
   end
   return nil, ctx.fail(msg, code, how.exit or exit)
+end
+
+function M.text_ok(ctx, value, what)
+  if value ~= nil and not sys.utf8_valid(value) then
+    return nil, ctx.fail(what .. " is not valid UTF-8", "INVALID_UTF8")
+  end
+  return true
+end
+
+function M.body_file(args, ctx)
+  local data, msg = sys.read_file(args.body_file, BODY_CAP)
+  if not data then
+    return nil, ctx.fail("could not read body file: " .. msg .. ": " .. py.repr_str(args.body_file),
+      "BODY_FILE_UNREADABLE")
+  end
+  if not sys.utf8_valid(data) then
+    return nil, ctx.fail("could not read body file: invalid UTF-8 in " .. py.repr_str(args.body_file),
+      "BODY_FILE_UNREADABLE")
+  end
+  return data
+end
+
+function M.interval(args, ctx)
+  if args.interval ~= nil then
+    return args.interval
+  end
+  local interval, why, code, exit = require("agentchat.config").get("interval", args.root)
+  if not interval then
+    return nil, ctx.fail(why, code, exit)
+  end
+  return interval
+end
+
+function M.posted(ctx, channel, res)
+  ctx.out(string.format("posted #%d -> %s/%s\n", res.seq, channel, res.file))
+  if res.warning then
+    ctx.err("agent-chat: warning: " .. res.warning .. "\n")
+  end
+end
+
+function M.warn_skipped(ctx, batch)
+  for _, s in ipairs(batch.skipped or {}) do
+    ctx.err("agent-chat: warning: skipped unreadable message " .. s.name .. ": " .. s.reason .. "\n")
+  end
+end
+
+-- Cursors move only once the messages are out: flush, then (unless
+-- `skip`, as for --peek) commit(...), which returns true or a failure.
+function M.commit_shown(ctx, skip, commit, ...)
+  if not ctx.flush() then
+    return 1
+  end
+  if not skip then
+    local ok, msg, code, exit = commit(...)
+    if not ok then
+      return ctx.fail(msg, code, exit)
+    end
+  end
+  return 0
+end
+
+function M.ljust(s, width)
+  return s .. string.rep(" ", math.max(0, width - py.ulen(s)))
 end
 
 return M

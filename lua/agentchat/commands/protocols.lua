@@ -14,7 +14,6 @@ local sys = require "agentchat.sys"
 local M = {}
 
 local RULE = string.rep("=", 70)
-local BODY_CAP = 16 * 1024 * 1024
 local PRETTY = { indent = 2, sort_keys = true, ensure_ascii = false }
 
 M.EXIT_APPROVED, M.EXIT_REJECTED, M.EXIT_TIMEOUT = 0, 3, 2
@@ -51,12 +50,7 @@ end
 
 -- ------------------------------------------------------------ helpers
 
-local function text_ok(ctx, value, what)
-  if value ~= nil and not sys.utf8_valid(value) then
-    return nil, ctx.fail(what .. " is not valid UTF-8", "INVALID_UTF8")
-  end
-  return true
-end
+local text_ok, interval_of = open.text_ok, open.interval
 
 -- --body wins (even ''), then --body-file; no body is an empty one.
 local function read_body(args, ctx)
@@ -64,30 +58,9 @@ local function read_body(args, ctx)
     return args.body
   end
   if args.body_file then
-    local data, msg = sys.read_file(args.body_file, BODY_CAP)
-    if not data then
-      return nil, ctx.fail("could not read body file: " .. msg .. ": " .. py.repr_str(args.body_file),
-        "BODY_FILE_UNREADABLE")
-    end
-    if not sys.utf8_valid(data) then
-      return nil, ctx.fail("could not read body file: invalid UTF-8 in " .. py.repr_str(args.body_file),
-        "BODY_FILE_UNREADABLE")
-    end
-    return data
+    return open.body_file(args, ctx)
   end
   return ""
-end
-
--- --interval, else the config's wait.interval (as `wait`).
-local function interval_of(args, ctx)
-  if args.interval ~= nil then
-    return args.interval
-  end
-  local interval, why, code, exit = require("agentchat.config").get("interval", args.root)
-  if not interval then
-    return nil, ctx.fail(why, code, exit)
-  end
-  return interval
 end
 
 local function show_response(ctx, r)
@@ -237,10 +210,7 @@ local function cmd_respond(args, ctx)
   if not res then
     return ctx.fail(msg, code, exit)
   end
-  ctx.out(string.format("posted #%d -> %s/%s\n", res.seq, args.channel, res.file))
-  if res.warning then
-    ctx.err("agent-chat: warning: " .. res.warning .. "\n")
-  end
+  open.posted(ctx, args.channel, res)
   return 0
 end
 

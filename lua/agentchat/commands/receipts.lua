@@ -27,15 +27,7 @@ local function short_time(t)
   return t and (t:gsub("%.%d+", "", 1)) or "-"
 end
 
-local function ljust(s, width)
-  return s .. string.rep(" ", math.max(0, width - py.ulen(s)))
-end
-
-local function warn_skipped(ctx, batch)
-  for _, s in ipairs(batch.skipped or {}) do
-    ctx.err("agent-chat: warning: skipped unreadable message " .. s.name .. ": " .. s.reason .. "\n")
-  end
-end
+local ljust, warn_skipped = open.ljust, open.warn_skipped
 
 -- ------------------------------------------------------------ ack
 
@@ -156,9 +148,9 @@ function M.wait_for(ch, seq, agents, args, ctx)
   if not ctx.flush() then
     return 1
   end
-  local interval, why, wcode, wexit = require("agentchat.config").get("interval", args.root)
+  local interval, irc = open.interval(args, ctx)   -- post has no --interval: the config's
   if not interval then
-    return ctx.fail(why, wcode, wexit)
+    return irc
   end
   local ok, msg, code, exit = ch:wait_receipts(seq, { state = args.wait_for, timeout = args.timeout or 900.0,
                                                      interval = interval, agents = agents })
@@ -210,17 +202,7 @@ local function cmd_inbox(args, ctx)
     ctx.out(table.concat(parts))
   end
   -- As with `read`, the cursors move only once the messages are out.
-  if not ctx.flush() then
-    return 1
-  end
-  if not args.peek then
-    local ok
-    ok, msg, code, exit = root:commit_inbox(ib)
-    if not ok then
-      return ctx.fail(msg, code, exit)
-    end
-  end
-  return 0
+  return open.commit_shown(ctx, args.peek, root.commit_inbox, root, ib)
 end
 
 -- ------------------------------------------------------------ grammar

@@ -141,11 +141,7 @@ function B.load(dir)
       .. " (not a bus folder)")
   end
   local ok
-  ok, msg, code, exit = importer.expect(kinds, "ledger.jsonl", "file")
-  if not ok then
-    return nil, msg, code, exit
-  end
-  ok, msg, code, exit = importer.expect(kinds, "inbox", "dir")
+  ok, msg, code, exit = importer.expect_all(kinds, { { "ledger.jsonl", "file" }, { "inbox", "dir" } })
   if not ok then
     return nil, msg, code, exit
   end
@@ -168,17 +164,7 @@ function B.load(dir)
   plan.init = { members = {}, topic = "" }
   local by_id = {}
   for _, src in ipairs(sources) do
-    local text
-    text, msg, code, exit = importer.read(dir, src.file)
-    if not text then
-      return nil, msg, code, exit
-    end
-    importer.each_line(plan, src.file, text, function(obj, n)
-      local rec, problem = record(obj, src.owner)
-      if not rec then
-        importer.warn(plan, src.file, n, problem)
-        return
-      end
+    ok, msg, code, exit = importer.each_record(plan, dir, src, record, function(rec, n)
       local ack = rec.acks[1]
       local refusal = ack and ack_refusal(rec, ack.agent)
       if refusal then
@@ -197,6 +183,9 @@ function B.load(dir)
           .. first.where)
       end
     end)
+    if not ok then
+      return nil, msg, code, exit
+    end
   end
   return plan
 end

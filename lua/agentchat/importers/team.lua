@@ -194,11 +194,7 @@ function T.load(dir)
     return fail("IMPORT_INVALID_FOLDER", "no config.json in " .. py.repr_str(dir) .. " (not a team folder)")
   end
   local ok
-  ok, msg, code, exit = importer.expect(kinds, "config.json", "file")
-  if not ok then
-    return nil, msg, code, exit
-  end
-  ok, msg, code, exit = importer.expect(kinds, "inbox", "dir")
+  ok, msg, code, exit = importer.expect_all(kinds, { { "config.json", "file" }, { "inbox", "dir" } })
   if not ok then
     return nil, msg, code, exit
   end
@@ -220,18 +216,8 @@ function T.load(dir)
   end
   local seen = {}
   for _, inbox in ipairs(inboxes) do
-    local text
-    text, msg, code, exit = importer.read(dir, inbox.file)
-    if not text then
-      return nil, msg, code, exit
-    end
     local repeats = {}
-    importer.each_line(plan, inbox.file, text, function(obj, n)
-      local rec, problem = record(obj, inbox.owner)
-      if not rec then
-        importer.warn(plan, inbox.file, n, problem)
-        return
-      end
+    ok, msg, code, exit = importer.each_record(plan, dir, inbox, record, function(rec)
       repeats[rec.hash] = (repeats[rec.hash] or 0) + 1
       rec.key = "team:" .. rec.hash .. (repeats[rec.hash] > 1 and ("-" .. repeats[rec.hash]) or "")
       if not seen[rec.key] then        -- a broadcast's copy in another inbox
@@ -239,6 +225,9 @@ function T.load(dir)
         importer.add(plan, rec)
       end
     end)
+    if not ok then
+      return nil, msg, code, exit
+    end
   end
   return plan
 end
