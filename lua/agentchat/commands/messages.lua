@@ -168,7 +168,7 @@ local function cmd_post(args, ctx)
     end
   end
   -- Typed messages (docs/protocols.md): checked before the body is read.
-  local typed, trc = require("agentchat.commands.protocols").post_fields(args, ctx)
+  local typed, trc = require("agentchat.commands.typed").post_fields(args, ctx)
   if not typed then
     return trc
   end
@@ -324,7 +324,7 @@ function M.register(sub)
       p:option{ "--timeout", type = "float", abbrev = false,
                 help = "--wait-for: seconds to wait (default: 900); exit 2 naming the missing agents" }
       -- Typed messages (docs/protocols.md): --type, --request-id, --role.
-      require("agentchat.commands.protocols").post_options(p)
+      require("agentchat.commands.typed").post_options(p)
       p:set_defaults{ handler = cmd_post }
     end })
 

@@ -1,6 +1,6 @@
 -- agentchat.commands.protocols: the team-protocol commands
--- (docs/protocols.md): `request`, `await`, `respond` and `team`, and the
--- typed-message options of `post` (--type, --request-id, --role).
+-- (docs/protocols.md): `request`, `await`, `respond` and `team`. The
+-- typed-message options of `post` are in commands/typed.lua.
 --
 -- Exit codes of request and await (SPEC.md 2.5 meanings): 0 approved,
 -- 3 rejected (or any response that does not approve, like a lost claim),
@@ -17,36 +17,6 @@ local RULE = string.rep("=", 70)
 local PRETTY = { indent = 2, sort_keys = true, ensure_ascii = false }
 
 M.EXIT_APPROVED, M.EXIT_REJECTED, M.EXIT_TIMEOUT = 0, 3, 2
-
--- ------------------------------------------------------------ post
-
---- The typed-message options of `post`. abbrev = false: `--re` must stay
---- `--reply` and `--t` keep its old ambiguity message (Python's parser
---- has neither option, so no abbreviation may reach them).
-function M.post_options(p)
-  p:option{ "--type", abbrev = false, metavar = "TYPE",
-            help = "message type, written as extra frontmatter: message, broadcast, shutdown_request, "
-              .. "shutdown_response, plan_approval_request, plan_approval_response, or another "
-              .. "lower-case name (docs/protocols.md)" }
-  p:option{ "--request-id", abbrev = false, metavar = "ID",
-            help = "request id correlating a *_request with its *_response" }
-  p:option{ "--role", abbrev = false, metavar = "ROLE", help = "role: parent, child, steer or follow_up" }
-end
-
---- The typed fields of a post from its arguments: {type=, request_id=,
---- role=} (empty without the options), checked before anything is read
---- or written; or nil and the exit code after printing the error.
-function M.post_fields(args, ctx)
-  local t = { type = args.type, request_id = args.request_id, role = args.role }
-  if t.type == nil and t.request_id == nil and t.role == nil then
-    return t
-  end
-  local ok, msg, code, exit = protocols.extra_fields(t)
-  if not ok then
-    return nil, ctx.fail(msg, code, exit)
-  end
-  return t
-end
 
 -- ------------------------------------------------------------ helpers
 
