@@ -162,14 +162,18 @@ tests: agent-chat $(C_TESTS) fuzz
 # fuzz:all replays every saved crash and corpus input, then fuzzes each
 # target FUZZ_SECONDS (two at a time); tests/functional/stress_spec.lua
 # runs its 32 processes for STRESS_SECONDS.
+# On failure, tests/show-failures repeats what failed, with its diagnostics,
+# after prove's summary (from the TAP copies in build/test-logs).
 test check: deps
 	@$(MAKE) --no-print-directory tests
+	@rm -rf build/test-logs && mkdir -p build/test-logs
 	AGENT_CHAT_TEST_FSYNC=0 CONFORMANCE="$(CONFORMANCE)" \
 	  CONFORMANCE_FAMILIES="$(CONFORMANCE_FAMILIES)" \
 	  FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS="$(FUZZ_SECONDS)" \
-	  STRESS_SECONDS="$(STRESS_SECONDS)" \
+	  STRESS_SECONDS="$(STRESS_SECONDS)" AGENT_CHAT_TEST_LOGS="$(CURDIR)/build/test-logs" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
-	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) fuzz:all
+	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) fuzz:all \
+	  || { tests/show-failures build/test-logs; exit 1; }
 
 # The long runs (CI does not run them); each part is its own prove line.
 # Crash everywhere at every index: AGENT_CHAT_CRASH_ALL=1 makes the spec walk

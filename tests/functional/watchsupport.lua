@@ -91,11 +91,13 @@ end
 
 function W.spawn(root, argv)
   local dir = F.tmpdir()
-  -- The inner shell keeps the pid and, once it ends, the exit status.
+  -- The inner shell keeps the pid and, once it ends, the exit status:
+  -- written aside and renamed, since job:finish polls for the file and
+  -- must never read it empty, between its creation and the write.
   local rc = F.shell([[
 W=$1; shift
-( "$A" "$@" >"$W/out" 2>"$W/err" </dev/null & echo $! >"$W/pid"; wait $!; echo $? >"$W/rc" ) \
-  >/dev/null 2>&1 &
+( "$A" "$@" >"$W/out" 2>"$W/err" </dev/null & echo $! >"$W/pid"; wait $!
+  echo $? >"$W/rc.tmp"; mv "$W/rc.tmp" "$W/rc" ) >/dev/null 2>&1 &
 ]], {}, dir, "--root", root, "watch", table.unpack(argv))
   assert(rc == 0)
   local pid = W.eventually(function()
