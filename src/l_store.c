@@ -21,6 +21,9 @@
  *   ch:cursor(agent) / ch:set_cursor(agent, n)
  *   ch:wait{as=, after=, timeout=, interval=}
  *   ch:claim_marker(marker, agent)        -- destination name
+ *   ch:exclusive(wait)                    -- userdata "agentchat.dirlock" (:release(),
+ *                                         __close, __gc) | nil, msg, "CHANNEL_BUSY", 1 when
+ *                                         another process holds it and not `wait`
  *   ch:close()                            -- also __close and __gc
  *   store.check_name(name), store.check_marker(name)
  *   store.meta_compose(name, members, topic, created)
@@ -42,11 +45,13 @@
 #include "agentchat/channel.h"
 #include "agentchat/fsutil.h"
 #include "agentchat/lua_host.h"
+#include "agentchat/mutex.h"
 #include "agentchat/store.h"
 #include "agentchat/wait.h"
 
 #define STORE_MT "agentchat.store"
 #define CHAN_MT "agentchat.channel"
+#define DIRLOCK_MT "agentchat.dirlock"
 
 /* A store handle. The C store must outlive every channel opened from it
  * (store.h), yet a script may close the store first (`root:close()` with a
@@ -759,6 +764,52 @@ static int store_tostring(lua_State *L)
     return 1;
 }
 
+/* ch:exclusive(wait): the channel's one-writer lock (ac_mutex_lock_dir),
+ * held until :release(), __close or __gc. */
+static int chan_exclusive(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    int wait = lua_toboolean(L, 2);
+    int fd = c->ch->store->ops->chan_dirfd ? c->ch->store->ops->chan_dirfd(c->ch) : -1;
+    struct ac_mutex *m;
+    int rc;
+    if (fd == -1)
+        return ac_lua_fail(L, "IO_ERROR", 1, "this store has no channel directory to lock");
+    m = lua_newuserdatauv(L, sizeof *m, 0);
+    m->fd = -1;
+    luaL_setmetatable(L, DIRLOCK_MT);
+    rc = ac_mutex_lock_dir(fd, wait, m);
+    if (rc == AC_MUTEX_BUSY)
+        return ac_lua_fail(L, "CHANNEL_BUSY", 1, "another process holds the channel");
+    if (rc == -1 && errno == EINTR)
+        return ac_lua_fail(L, "INTERRUPTED", AC_EXIT_INTERRUPTED, "cancelled by user");
+    if (rc == -1) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "could not lock the channel: %s", strerror(errno));
+        return ac_lua_fail(L, "IO_ERROR", 1, msg);
+    }
+    return 1;
+}
+
+/* lock:release(), __close and __gc: idempotent. */
+static int dirlock_release(lua_State *L)
+{
+    ac_mutex_release(luaL_checkudata(L, 1, DIRLOCK_MT));
+    return 0;
+}
+
+static int dirlock_tostring(lua_State *L)
+{
+    struct ac_mutex *m = luaL_checkudata(L, 1, DIRLOCK_MT);
+    lua_pushstring(L, m->fd == -1 ? "agentchat.dirlock (released)" : "agentchat.dirlock (held)");
+    return 1;
+}
+
+static const luaL_Reg dirlock_methods[] = {
+    { "release", dirlock_release },
+    { NULL, NULL }
+};
+
 static const luaL_Reg store_methods[] = {
     { "channels", store_channels },
     { "create", store_create },
@@ -781,6 +832,7 @@ static const luaL_Reg chan_methods[] = {
     { "wait", chan_wait },
     { "claim_marker", chan_claim_marker },
     { "write_state", chan_write_state },
+    { "exclusive", chan_exclusive },
     { "close", chan_close },
     { NULL, NULL }
 };
@@ -814,6 +866,7 @@ int luaopen_agentchat_store(lua_State *L)
 {
     new_class(L, STORE_MT, store_methods, store_gc, store_tostring);
     new_class(L, CHAN_MT, chan_methods, chan_close, chan_tostring);
+    new_class(L, DIRLOCK_MT, dirlock_methods, dirlock_release, dirlock_tostring);
     luaL_newlib(L, funcs);
     return 1;
 }

@@ -13,6 +13,7 @@
 
 #define RETRY_NS (10 * 1000000LL)
 #define DEADLINE_NS (10 * 1000000000LL)
+#define DIR_RETRY_NS (50 * 1000000LL)   /* a whole import may hold it */
 
 /* Open the lock file as a regular file, creating it if `create`. Where it
  * cannot be created or opened for writing (a read-only file system, a
@@ -92,6 +93,38 @@ int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m)
 int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m)
 {
     return acquire(dirfd, name, 0, m);
+}
+
+int ac_mutex_lock_dir(int dirfd, int wait, struct ac_mutex *m)
+{
+    int fd;
+    m->fd = -1;
+    do
+        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    while (fd == -1 && errno == EINTR);
+    if (fd == -1)
+        return -1;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            m->fd = fd;
+            return 0;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (!wait) {
+            close(fd);
+            return AC_MUTEX_BUSY;
+        }
+        if (ac_clock_sleep_ns(DIR_RETRY_NS) == -1) {
+            close(fd);
+            errno = EINTR;
+            return -1;
+        }
+    }
 }
 
 void ac_mutex_release(struct ac_mutex *m)

@@ -43,6 +43,14 @@ int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m);
  * read-only check may ignore: every write it guards is atomic). */
 int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m);
 
+/* flock the directory dirfd itself (no lock file, so the folder format is
+ * unchanged): the exclusion of one long-running writer per channel that
+ * the Python tool has no counterpart for (`import`). Without `wait`,
+ * AC_MUTEX_BUSY when another holds it; with it, retry until acquired.
+ * -1 with errno on an error (EINTR when interrupted). */
+#define AC_MUTEX_BUSY 2
+int ac_mutex_lock_dir(int dirfd, int wait, struct ac_mutex *m);
+
 /* Release (idempotent). */
 void ac_mutex_release(struct ac_mutex *m);
 

@@ -395,11 +395,30 @@ function M.strict_check(plan)
   return true
 end
 
+-- One import into a channel at a time: two at once would both find a
+-- record missing and both post it. The lock is a flock of the channel
+-- directory (no file added to the folder); opts.on_wait() is called once
+-- when another import holds it and this one waits. false in a dry run.
+local function exclusive(ch, opts)
+  if opts.dry_run then
+    return false
+  end
+  local lock, msg, code, exit = ch:handle():exclusive(false)
+  if not lock and code == "CHANNEL_BUSY" then
+    if opts.on_wait then
+      opts.on_wait()
+    end
+    lock, msg, code, exit = ch:handle():exclusive(true)
+  end
+  return lock, msg, code, exit
+end
+
 --- Post the plan's records that ch lacks, in time order (stable for equal
 --- times). opts.dry_run: count only. opts.strict: refuse a plan with
---- skipped lines (IMPORT_MALFORMED_LINES). Returns the report {imported,
---- present, skipped, warnings, seqs, dry_run}; a failure while posting
---- names how far it got (a re-run finishes the import).
+--- skipped lines (IMPORT_MALFORMED_LINES). opts.on_wait: called when
+--- another import into ch runs, before waiting for it to end. Returns the
+--- report {imported, present, skipped, warnings, seqs, dry_run}; a failure
+--- while posting names how far it got (a re-run finishes the import).
 function M.apply(ch, plan, opts)
   opts = opts or {}
   if opts.strict then
@@ -407,6 +426,10 @@ function M.apply(ch, plan, opts)
     if not ok then
       return nil, msg, code, exit
     end
+  end
+  local lock <close>, lmsg, lcode, lexit = exclusive(ch, opts)
+  if lock == nil then
+    return nil, lmsg, lcode, lexit
   end
   local keys, requests, code, exit = existing(ch)
   if not keys then

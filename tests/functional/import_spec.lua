@@ -397,3 +397,66 @@ describe("import: bad input", function()
     assert.equal("still here\n", messages(root, "b")[6].body)
   end)
 end)
+
+describe("import: two at once", function()
+  local BUS_WARNING_LINES = select(2, BUS_WARNINGS:gsub("\n", ""))
+
+  it("waits, saying so, while another import holds the channel", function()
+    local root = F.new_root()
+    F.init(root, "b")
+    local work = F.tmpdir()
+    -- flock(1) takes the lock an import holds: a flock of the channel directory.
+    local rc = F.shell([[
+W=$1; R=$2; DIR=$3
+flock "$R/b" sleep 1.5 &
+sleep 0.3
+TZ=UTC "$A" --root "$R" import bus "$DIR" --into b >"$W/out" 2>"$W/err"
+echo $? >"$W/rc"
+wait
+]], {}, work, root, BUS)
+    assert.equal(0, rc)
+    local err = F.read(work .. "/err")
+    assert.equal("0\n", F.read(work .. "/rc"), err)
+    assert.equal(BUS_WARNINGS .. "agent-chat: waiting for another import into 'b' to finish\n", err)
+    assert.equal("imported 5 messages (0 already present, 5 lines skipped)\n"
+      .. "recorded 2 acks (0 already present)\n", F.read(work .. "/out"))
+  end)
+
+  it("eight imports of one folder into a missing channel: one creates it, each message posted once", function()
+    local root = F.new_root()
+    local work = F.tmpdir()
+    local lines = { 'W=$1; R=$2; DIR=$3', 'job() {',
+      '  while [ ! -e "$W/go" ]; do sleep 0.005; done',
+      '  TZ=UTC "$A" --root "$R" import bus "$DIR" --into b >"$W/out.$1" 2>"$W/err.$1"; echo $? >"$W/rc.$1"; }' }
+    for i = 1, 8 do
+      lines[#lines + 1] = "job " .. i .. " &"
+    end
+    lines[#lines + 1] = 'sleep 0.2; : >"$W/go"; wait'
+    assert.equal(0, F.shell(table.concat(lines, "\n") .. "\n", {}, work, root, BUS))
+    local created, imported, acked = 0, 0, 0
+    for i = 1, 8 do
+      local out, err = F.read(work .. "/out." .. i), F.read(work .. "/err." .. i)
+      assert.equal("0\n", F.read(work .. "/rc." .. i), err)
+      assert.is_nil(F.crashed(err), err)
+      local _, warnings = err:gsub("agent%-chat: warning: ", "")
+      assert.equal(BUS_WARNING_LINES, warnings, err)
+      if out:find("^created channel 'b' ") then
+        created = created + 1
+      end
+      imported = imported + tonumber(out:match("imported (%d+) messages"))
+      acked = acked + tonumber(out:match("recorded (%d+) acks"))
+    end
+    assert.equal(1, created)
+    assert.equal(5, imported)
+    assert.equal(2, acked)
+    local seen = {}
+    for _, m in ipairs(messages(root, "b")) do
+      local id = m.fields.import_id
+      assert.is_nil(seen[id], "posted twice: " .. tostring(id))
+      seen[id] = true
+    end
+    assert.equal(5, #messages(root, "b"))
+    local r = run(root, "fsck")
+    assert.equal(0, r.code, F.describe(r))
+  end)
+end)

@@ -1154,6 +1154,15 @@ describe("every documented function", function()
     fails("h.claim_marker", "CLAIM_LOST", h:claim_marker("task-9.md", "b"))
     assert.is_true(h:write_state("# s\n"))
     assert.equal("# s\n", H.read(dir .. "/raw/raw/state.md"))
+    do
+      local lock <close> = assert(h:exclusive(false))
+      assert.equal("agentchat.dirlock (held)", tostring(lock))
+      local h2 <close> = assert(st:channel("raw"))
+      fails("h.exclusive", "CHANNEL_BUSY", h2:exclusive(false))
+      lock:release()
+      assert.equal("agentchat.dirlock (released)", tostring(lock))
+      assert(h2:exclusive(true)):release()
+    end
   end)
 
   it("agentchat.sys", function()

@@ -38,7 +38,12 @@ end
 
 -- Post the plan into ch and print the summary.
 local function finish(ch, plan, args, ctx)
-  local report, msg, code, exit = importer.apply(ch, plan, { dry_run = args.dry_run })
+  local report, msg, code, exit = importer.apply(ch, plan, {
+    dry_run = args.dry_run,
+    on_wait = function()
+      ctx.err(string.format("agent-chat: waiting for another import into '%s' to finish\n", args.into))
+    end,
+  })
   if not report then
     return ctx.fail(msg, code, exit)
   end
@@ -81,7 +86,12 @@ local function run(kind, args, ctx)
                                acked = nacks, acks_present = 0 }, plan.kind == "bus"))
     return 0
   end
-  local made <close>, cmsg, ccode, cexit = create(root, args.into, plan, ctx)
+  local made, cmsg, ccode, cexit = create(root, args.into, plan, ctx)
+  if not made and ccode == "CHANNEL_EXISTS" then
+    -- Another import (or an init) created it since we looked: use it.
+    made, cmsg, ccode, cexit = root:channel(args.into)
+  end
+  local _ <close> = made or nil
   if not made then
     return ctx.fail(cmsg, ccode, cexit)
   end
