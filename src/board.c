@@ -220,7 +220,7 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
     b->channel = ch->name;
     b->lenient = (mode & AC_BOARD_LENIENT) != 0;
     mode &= ~AC_BOARD_LENIENT;
-    b->chfd = ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+    b->chfd = ac_chan_dirfd(ch);
     if (b->chfd == -1)
         return ac_task_err(err, "TASK_STORAGE_INVALID", "this store has no task board");
     if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))

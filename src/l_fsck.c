@@ -44,7 +44,7 @@ static int l_channel(lua_State *L)
             flags |= AC_FSCK_REPAIR;
         lua_pop(L, 1);
     }
-    chfd = ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+    chfd = ac_chan_dirfd(ch);
     if (chfd == -1)
         return ac_lua_fail(L, "FSCK_UNSUPPORTED", 1, "fsck needs a file-system channel");
     rc = ac_fsck_channel(chfd, ch->name, flags, &r, &err);

@@ -334,7 +334,7 @@ static int l_normalize(lua_State *L)
     if (nul)
         return ac_lua_fail(L, "PATH_LOCK_INVALID_PATH", 1,
                            "path contains a forbidden control character");
-    chfd = ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+    chfd = ac_chan_dirfd(ch);
     if (chfd == -1)
         return ac_lua_fail(L, "PATH_LOCK_UNSUPPORTED", 1, "path locks need a file-system channel");
     if (ac_pathlock_normalize(chfd, path, &lp, &err) == -1)

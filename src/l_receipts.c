@@ -38,7 +38,7 @@ static int chan_fd(lua_State *L, int idx, struct ac_chan **out)
     struct ac_chan *ch = ac_lua_checkchan(L, idx);
     if (out)
         *out = ch;
-    return ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+    return ac_chan_dirfd(ch);
 }
 
 static int no_dir(lua_State *L)

@@ -717,7 +717,7 @@ static int chan_write_state(lua_State *L)
     struct l_chan *c = check_chan(L, 1);
     size_t len;
     const char *data = luaL_checklstring(L, 2, &len);
-    int fd = c->ch->store->ops->chan_dirfd ? c->ch->store->ops->chan_dirfd(c->ch) : -1;
+    int fd = ac_chan_dirfd(c->ch);
     if (fd == -1)
         return ac_lua_fail(L, "IO_ERROR", 1, "this store has no state.md");
     if (ac_write_atomic(fd, "state.md", data, len, 0644, AC_ATOMIC_REPLACE, "state") == -1) {
@@ -770,7 +770,7 @@ static int chan_exclusive(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
     int wait = lua_toboolean(L, 2);
-    int fd = c->ch->store->ops->chan_dirfd ? c->ch->store->ops->chan_dirfd(c->ch) : -1;
+    int fd = ac_chan_dirfd(c->ch);
     struct ac_mutex *m;
     int rc;
     if (fd == -1)

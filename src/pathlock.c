@@ -477,7 +477,7 @@ struct session {
 
 static int channel_fd(struct ac_chan *ch, struct ac_err *err)
 {
-    int fd = ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+    int fd = ac_chan_dirfd(ch);
     if (fd == -1)
         ac_pl_err(err, "PATH_LOCK_UNSUPPORTED",
                   "path locks need a file-system channel (store '%s')", ch->store->ops->name);

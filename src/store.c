@@ -14,6 +14,11 @@ void ac_store_close(struct ac_store *st)
         st->ops->destroy(st);
 }
 
+int ac_chan_dirfd(struct ac_chan *ch)
+{
+    return ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+}
+
 void ac_file_free(struct ac_file *f)
 {
     free(f->data);

@@ -120,6 +120,10 @@ struct ac_chan {
 struct ac_store *ac_store_open_fs(const char *root, struct ac_err *err);
 void ac_store_close(struct ac_store *st);
 
+/* ch's directory descriptor (ops->chan_dirfd), or -1 for a backend
+ * without one. */
+int ac_chan_dirfd(struct ac_chan *ch);
+
 void ac_file_free(struct ac_file *f);
 void ac_names_free(char **names, size_t n);
 
