@@ -78,6 +78,8 @@ C_TESTS := $(C_TEST_SRC:tests/c/%.c=build/tests/%)
 CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conformance/run)
 # Conformance families whose issues have landed (see the README).
 CONFORMANCE_FAMILIES ?= msg task lock state event hook
+# Families of the recorded corpus (tests/conformance/corpus) that pass whole.
+CORPUS_FAMILIES ?=
 
 .PHONY: all deps test check demo bench lint install uninstall clean tests fuzz torture
 all: agent-chat
@@ -172,7 +174,8 @@ test check: deps
 	  FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS="$(FUZZ_SECONDS)" \
 	  STRESS_SECONDS="$(STRESS_SECONDS)" AGENT_CHAT_TEST_LOGS="$(CURDIR)/build/test-logs" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
-	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) fuzz:all \
+	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) \
+	    $(CORPUS_FAMILIES:%=corpus:%) fuzz:all \
 	  || { tests/show-failures build/test-logs; exit 1; }
 
 # The long runs (CI does not run them); each part is its own prove line.
