@@ -158,7 +158,14 @@ build/fuzz/fuzz_%: build/fuzz/obj/fuzz_%.o build/fuzz/obj/fuzzutil.o $(FUZZ_RUNT
 
 $(FUZZ_LUA_TARGETS:%=build/fuzz/fuzz_%): build/fuzz/obj/fuzzlua.o $(FUZZ_HOST_OBJ)
 
-tests: agent-chat $(C_TESTS) fuzz
+tests: agent-chat $(C_TESTS) build/tests/libfrozen.so fuzz
+
+# The clock and id freezer of the byte-identity spec (LD_PRELOAD; never
+# linked into agent-chat). Plain flags: it is preloaded into sanitized and
+# plain builds alike.
+build/tests/libfrozen.so: tests/identity/frozen.c | build
+	@mkdir -p build/tests
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -o $@ $< -ldl
 
 # One prove run over every kind of test, so CI reads one closing line.
 # fuzz:all replays every saved crash and corpus input, then fuzzes each
