@@ -45,7 +45,7 @@ ifdef DEVELOPER
 WARN += -Werror
 endif
 ALL_CFLAGS = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
-             -Iinclude $(LUA_CFLAGS) $(JANSSON_CFLAGS) $(YAML_CFLAGS) $(CFLAGS) -MMD -MP
+             -Iinclude -Isrc $(LUA_CFLAGS) $(JANSSON_CFLAGS) $(YAML_CFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS)
 ifdef NO_FAULTS
 ALL_CFLAGS += -DAC_NO_FAULTS
@@ -58,10 +58,14 @@ LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) $(READLINE_LIBS) -lm
 
 # The pure-C runtime (no lua.h) is a static library shared by the binary
 # and the C unit tests.
-RUNTIME_SRC := src/err.c src/fault.c src/fsutil.c src/utf8.c src/pystr.c src/slug.c \
+# The file-system backend (src/fs/, the folder format) sits below the store
+# interface; nothing above it sees its headers (make check-layers).
+FS_SRC := src/fs/fsutil.c src/fs/dirwatch.c src/fs/scan.c src/fs/seq.c src/fs/cursor.c \
+          src/fs/mutex.c src/fs/store_fs.c
+RUNTIME_SRC := src/err.c src/fault.c src/utf8.c src/pystr.c src/slug.c \
                src/buf.c src/json.c src/clock.c src/channel.c src/frontmatter.c \
-               src/dirwatch.c src/scan.c src/seq.c src/cursor.c src/store.c src/store_fs.c \
-               src/wait.c src/mutex.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c \
+               $(FS_SRC) src/store.c \
+               src/wait.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c \
                src/pathlock.c src/pathlock_journal.c \
                src/taskrec.c src/board.c src/lease.c src/fsck.c src/receipts.c src/sha256.c
 RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
@@ -81,7 +85,7 @@ CONFORMANCE_FAMILIES ?= msg task lock state event hook
 # Families of the recorded corpus (tests/conformance/corpus) that pass whole.
 CORPUS_FAMILIES ?=
 
-.PHONY: all deps test check demo bench lint install uninstall clean tests fuzz torture
+.PHONY: all deps test check demo bench lint install uninstall clean tests fuzz torture check-layers
 all: agent-chat
 
 deps:
@@ -95,6 +99,7 @@ build/librt.a: $(RUNTIME_OBJ)
 
 build/l_readline.o: ALL_CFLAGS += $(if $(READLINE_LIBS),-DAC_HAVE_READLINE)
 build/%.o: src/%.c | build
+	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # Lua modules are precompiled (debug info stripped) with the liblua we
@@ -146,7 +151,7 @@ fuzz: $(FUZZ_BINS)
 
 build/fuzz/obj/l_readline.o: FUZZ_CFLAGS += $(if $(READLINE_LIBS),-DAC_HAVE_READLINE)
 build/fuzz/obj/%.o: src/%.c
-	@mkdir -p build/fuzz/obj
+	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 build/fuzz/obj/%.o: tests/fuzz/%.c
@@ -175,6 +180,7 @@ build/tests/libfrozen.so: tests/identity/frozen.c | build
 # after prove's summary (from the TAP copies in build/test-logs).
 test check: deps
 	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory check-layers
 	@rm -rf build/test-logs && mkdir -p build/test-logs
 	AGENT_CHAT_TEST_FSYNC=0 CONFORMANCE="$(CONFORMANCE)" \
 	  CONFORMANCE_FAMILIES="$(CONFORMANCE_FAMILIES)" \
@@ -184,6 +190,13 @@ test check: deps
 	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) \
 	    $(CORPUS_FAMILIES:%=corpus:%) fuzz:all \
 	  || { tests/show-failures build/test-logs; exit 1; }
+
+# The layers of docs/architecture.md: no file-system backend header,
+# directory descriptor or mutating system call outside src/fs/, no lua.h
+# outside the bindings and the host (tests/functional/layers_spec.lua shows
+# it failing on planted violations).
+check-layers:
+	lua5.4 scripts/check-layers
 
 # The long runs (CI does not run them); each part is its own prove line.
 # Crash everywhere at every index: AGENT_CHAT_CRASH_ALL=1 makes the spec walk
@@ -208,7 +221,7 @@ bench: deps
 lint:
 	luacheck lua tests $(wildcard examples)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-	  --suppress=missingIncludeSystem -Iinclude src tests/c
+	  --suppress=missingIncludeSystem -Iinclude -Isrc src tests/c
 
 install: agent-chat
 	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' '$(DESTDIR)$(BASHCOMPDIR)'
@@ -223,4 +236,4 @@ uninstall:
 clean:
 	rm -rf build agent-chat
 
--include $(RUNTIME_OBJ:.o=.d) $(HOST_OBJ:.o=.d) $(wildcard build/fuzz/obj/*.d)
+-include $(RUNTIME_OBJ:.o=.d) $(HOST_OBJ:.o=.d) $(wildcard build/fuzz/obj/*.d build/fuzz/obj/fs/*.d)

@@ -11,7 +11,7 @@
 
 #include "agentchat/audit.h"
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/isotime.h"
 #include "agentchat/lease.h"
 #include "agentchat/pystr.h"

@@ -26,7 +26,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/lua_host.h"
 
 static int push_errno(lua_State *L, int e)

@@ -49,7 +49,7 @@
 #include <lua.h>
 
 #include "agentchat/clock.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/lua_host.h"
 
 #ifdef AC_HAVE_READLINE

@@ -43,9 +43,9 @@
 #include <lua.h>
 
 #include "agentchat/channel.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/lua_host.h"
-#include "agentchat/mutex.h"
+#include "fs/mutex.h"
 #include "agentchat/store.h"
 #include "agentchat/wait.h"
 

@@ -37,7 +37,7 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/codec.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/lua_host.h"

@@ -12,11 +12,11 @@
 #include "agentchat/audit.h"
 #include "agentchat/codec.h"
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/pyjson.h"
-#include "agentchat/seq.h"
+#include "fs/seq.h"
 #include "agentchat/taskrec.h"
 
 #define CLAIM_CAP (1u << 20)

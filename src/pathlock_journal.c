@@ -26,7 +26,7 @@
 #include "agentchat/audit.h"
 #include "agentchat/codec.h"
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/json.h"
 #include "agentchat/pyjson.h"
 

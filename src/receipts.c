@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "agentchat/clock.h"
-#include "agentchat/cursor.h"
-#include "agentchat/dirwatch.h"
+#include "fs/cursor.h"
+#include "fs/dirwatch.h"
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "agentchat/slug.h"
 #include "agentchat/store.h"
 #include "agentchat/utf8.h"

@@ -33,6 +33,16 @@ void ac_names_free(char **names, size_t n)
     free(names);
 }
 
+void ac_listing_free(struct ac_listing *l)
+{
+    size_t i;
+    for (i = 0; i < l->n; i++)
+        free(l->v[i].name);
+    free(l->v);
+    free(l->last_name);
+    memset(l, 0, sizeof *l);
+}
+
 void ac_inbox_free(struct ac_inbox *in)
 {
     size_t i;

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
-#include "agentchat/mutex.h"
+#include "fs/mutex.h"
 #include "agentchat/store.h"
 
 #define AC_TASKS_LOCK "_tasks.lock"

@@ -22,13 +22,30 @@
 
 #include "agentchat/err.h"
 #include "agentchat/frontmatter.h"
-#include "agentchat/scan.h"
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
 
 struct ac_store;
 struct ac_chan;
 struct ac_watch;
+
+/* One message file of a listing. */
+struct ac_entry {
+    uint64_t seq;
+    char *name;
+};
+
+/* The message files of a channel above a seq (msg_list). */
+struct ac_listing {
+    struct ac_entry *v;     /* entries with seq > after, sorted by (seq, name) */
+    size_t n;
+    uint64_t max_seq;       /* highest seq among all message files (0: none) */
+    size_t count;           /* number of message files */
+    char *last_name;        /* name of the file with max_seq (NULL: none) */
+    int from_stamp;         /* answered by a cache, without a listing */
+};
+
+void ac_listing_free(struct ac_listing *l);
 
 struct ac_post_req {
     const char *from;

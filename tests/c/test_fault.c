@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "tap.h"
 #include "tutil.h"
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agentchat/fsutil.h"
+#include "fs/fsutil.h"
 #include "tap.h"
 #include "tutil.h"
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "agentchat/clock.h"
-#include "agentchat/dirwatch.h"
+#include "fs/dirwatch.h"
 #include "tap.h"
 #include "tutil.h"
 

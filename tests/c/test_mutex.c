@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "agentchat/clock.h"
-#include "agentchat/mutex.h"
+#include "fs/mutex.h"
 #include "tap.h"
 #include "tutil.h"
 

@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agentchat/cursor.h"
-#include "agentchat/dirwatch.h"
+#include "fs/cursor.h"
+#include "fs/dirwatch.h"
 #include "agentchat/receipts.h"
 #include "agentchat/store.h"
 #include "tap.h"

@@ -21,7 +21,7 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/err.h"
-#include "agentchat/seq.h"
+#include "fs/seq.h"
 #include "tap.h"
 #include "tutil.h"
 

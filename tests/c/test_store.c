@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "agentchat/channel.h"
-#include "agentchat/cursor.h"
+#include "fs/cursor.h"
 #include "agentchat/frontmatter.h"
-#include "agentchat/scan.h"
+#include "fs/scan.h"
 #include "agentchat/store.h"
 #include "tap.h"
 #include "tutil.h"

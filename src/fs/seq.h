@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
-#include "agentchat/fsutil.h"
+#include "fsutil.h"
 
 #define AC_SEQ_LOCK_DIR "_seq.lock"
 #define AC_SEQ_HIGH_FILE ".seqhigh"

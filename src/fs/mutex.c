@@ -1,5 +1,5 @@
-/* mutex.c - flock mutation locks; see include/agentchat/mutex.h. */
-#include "agentchat/mutex.h"
+/* mutex.c - flock mutation locks; see mutex.h. */
+#include "mutex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
+#include "fsutil.h"
 
 #define RETRY_NS (10 * 1000000LL)
 #define DEADLINE_NS (10 * 1000000000LL)

@@ -20,12 +20,12 @@
 
 #include "agentchat/channel.h"
 #include "agentchat/clock.h"
-#include "agentchat/cursor.h"
-#include "agentchat/dirwatch.h"
+#include "cursor.h"
+#include "dirwatch.h"
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
-#include "agentchat/scan.h"
-#include "agentchat/seq.h"
+#include "fsutil.h"
+#include "scan.h"
+#include "seq.h"
 #include "agentchat/slug.h"
 
 /* Scan stamp evidence (see scan.h). Our mkdir of _seq.lock observed within

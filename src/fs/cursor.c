@@ -1,5 +1,5 @@
-/* cursor.c - read cursors; see include/agentchat/cursor.h. */
-#include "agentchat/cursor.h"
+/* cursor.c - read cursors; see cursor.h. */
+#include "cursor.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agentchat/fsutil.h"
+#include "fsutil.h"
 #include "agentchat/pystr.h"
 #include "agentchat/slug.h"
 

@@ -1,6 +1,6 @@
 /* seq.c - the _seq.lock protocol, high-water mark, reservations; see seq.h. */
 #define _GNU_SOURCE
-#include "agentchat/seq.h"
+#include "seq.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "agentchat/clock.h"
-#include "agentchat/dirwatch.h"
+#include "dirwatch.h"
 #include "agentchat/fault.h"
-#include "agentchat/fsutil.h"
+#include "fsutil.h"
 
 #define RETRY_NS (50 * 1000000LL)
 #define DEADLINE_NS (10 * 1000000000LL)

@@ -1,6 +1,6 @@
 /* scan.c - listing message files and the scan stamp; see scan.h. */
 #define _GNU_SOURCE   /* statx, CLOCK_REALTIME_COARSE */
-#include "agentchat/scan.h"
+#include "scan.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "agentchat/fsutil.h"
+#include "fsutil.h"
 #include "agentchat/pystr.h"
 
 #define STAMP_XATTR "user.agent-chat.scan"
@@ -292,12 +292,3 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
     return 0;
 }
 
-void ac_listing_free(struct ac_listing *l)
-{
-    size_t i;
-    for (i = 0; i < l->n; i++)
-        free(l->v[i].name);
-    free(l->v);
-    free(l->last_name);
-    memset(l, 0, sizeof *l);
-}

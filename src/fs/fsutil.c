@@ -1,6 +1,6 @@
 /* fsutil.c - safe, atomic file system primitives; see fsutil.h. */
 #define _GNU_SOURCE   /* renameat2, statx, O_* extras */
-#include "agentchat/fsutil.h"
+#include "fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -46,21 +46,8 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
-#include "agentchat/fsutil.h"
-
-struct ac_entry {
-    uint64_t seq;
-    char *name;
-};
-
-struct ac_listing {
-    struct ac_entry *v;     /* entries with seq > after, sorted by (seq, name) */
-    size_t n;
-    uint64_t max_seq;       /* highest seq among all message files (0: none) */
-    size_t count;           /* number of message files */
-    char *last_name;        /* name of the file with max_seq (NULL: none) */
-    int from_stamp;         /* answered by the stamp, without a listing */
-};
+#include "agentchat/store.h"
+#include "fsutil.h"
 
 struct ac_stamp {
     struct ac_dirstate key;  /* directory state the stamp describes */
@@ -78,7 +65,6 @@ int ac_scan_parse_name(const char *name, uint64_t *seq);
  * Returns 0 or -1 with err (IO_ERROR). */
 int ac_scan_list(int dirfd, int64_t after, int use_stamp,
                  struct ac_listing *out, struct ac_err *err);
-void ac_listing_free(struct ac_listing *l);
 
 /* Read the stamp; returns 1 when present, parsed and matching `key`. */
 int ac_stamp_valid(int dirfd, const struct ac_dirstate *key, struct ac_stamp *out);

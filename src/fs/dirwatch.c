@@ -1,6 +1,6 @@
-/* dirwatch.c - wait for a directory change; see include/agentchat/dirwatch.h. */
+/* dirwatch.c - wait for a directory change; see dirwatch.h. */
 #define _GNU_SOURCE   /* F_NOTIFY, F_SETSIG, DN_* */
-#include "agentchat/dirwatch.h"
+#include "dirwatch.h"
 
 #include <errno.h>
 #include <fcntl.h>
