@@ -61,7 +61,7 @@ LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) $(READLINE_LIBS) -lm
 # The file-system backend (src/fs/, the folder format) sits below the store
 # interface; nothing above it sees its headers (make check-layers).
 FS_SRC := src/fs/fsutil.c src/fs/dirwatch.c src/fs/scan.c src/fs/seq.c src/fs/cursor.c \
-          src/fs/mutex.c src/fs/store_fs.c
+          src/fs/mutex.c src/fs/records.c src/fs/workspace.c src/fs/store_fs.c src/fs/hostfile.c
 RUNTIME_SRC := src/err.c src/fault.c src/utf8.c src/pystr.c src/slug.c \
                src/buf.c src/json.c src/clock.c src/channel.c src/frontmatter.c \
                $(FS_SRC) src/store.c \

@@ -42,7 +42,7 @@ int ac_audit_post(struct ac_chan *ch, const char *actor, const char *event,
     req.status = event;
     req.body = text;
     req.body_len = len;
-    rc = ch->store->ops->msg_post(ch, &req, &res, err);
+    rc = ac_chan_msg_post(ch, &req, &res, err);
     free(title);
     free(text);
     /* A message that became visible counts as posted, even when a later
@@ -63,12 +63,12 @@ int ac_audit_find_transaction(struct ac_chan *ch, const char *txid, struct ac_er
     int found = 0;
 
     snprintf(needle, sizeof needle, "\"transaction_id\": \"%s\"", txid);
-    if (ch->store->ops->msg_list(ch, -1, 0, &l, err) == -1)
+    if (ac_chan_msg_list(ch, -1, 0, &l, err) == -1)
         return -1;
     for (i = 0; i < l.n && !found; i++) {
         struct ac_file f;
         struct ac_err rerr = AC_ERR_INIT;
-        if (ch->store->ops->msg_read(ch, l.v[i].name, &f, &rerr) == -1)
+        if (ac_chan_msg_read(ch, l.v[i].name, &f, &rerr) == -1)
             continue;
         found = f.len >= strlen(needle) && memmem(f.data, f.len, needle, strlen(needle)) != NULL;
         ac_file_free(&f);

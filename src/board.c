@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agentchat/audit.h"
+#include "agentchat/clock.h"
 #include "agentchat/fault.h"
 #include "fs/fsutil.h"
 #include "agentchat/isotime.h"
@@ -25,87 +26,37 @@ void ac_board_now(char out[48], int micro)
 
 /* ---- loading ---- */
 
-struct names {
-    char **v;
-    size_t n, cap;
-    int oom;
-};
-
-static int record_name_cb(void *ctx, const char *name, unsigned char type)
-{
-    struct names *c = ctx;
-    size_t len = strlen(name);
-    (void)type;
-    if (name[0] == '.' || name[0] == '_' || len < 6 || strcmp(name + len - 5, ".json") != 0)
-        return 0;
-    if (c->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 16;
-        char **nv = realloc(c->v, ncap * sizeof *nv);
-        if (!nv) {
-            c->oom = 1;
-            return 1;
-        }
-        c->v = nv;
-        c->cap = ncap;
-    }
-    if (!(c->v[c->n] = strdup(name))) {
-        c->oom = 1;
-        return 1;
-    }
-    c->n++;
-    return 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int ac_board_read_record(int dirfd, const char *name, json_t **out, struct ac_err *err)
-{
-    char *data, msg[AC_PYJSON_MSG_MAX];
-    size_t len;
-    json_t *v;
-    if (ac_read_file_at(dirfd, name, AC_TASK_RECORD_CAP, &data, &len) == -1)
-        return ac_task_err(err, "TASK_INVALID_RECORD", "could not read task record %s: [Errno %d] %s",
-                           name, errno, strerror(errno));
-    v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
-    free(data);
-    if (!v)
-        return ac_task_err(err, "TASK_INVALID_RECORD", "could not read task record %s: %s", name, msg);
-    *out = v;
-    return 0;
-}
-
 static int load(struct ac_board *b, struct ac_err *err)
 {
-    struct names c;
+    struct ac_recset set;
+    struct ac_err serr = AC_ERR_INIT;
     size_t i;
-    int tfd, rc = 0;
+    int rc = 0;
 
-    memset(&c, 0, sizeof c);
     b->tasks = json_object();
     b->ids = json_array();
     if (!b->tasks || !b->ids)
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not load tasks");
-    tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
-    if (tfd == -1) {
-        if (errno == ENOENT || b->lenient)
+    if (ac_chan_rec_scan(b->ch, AC_TASKS, NULL, 0, &set, &serr) == -1) {
+        if (b->lenient)
             return 0;
+        if (serr.sys_errno == ENOMEM)
+            return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not list task records");
+        if (!serr.sys_errno) {
+            if (err)
+                *err = serr;
+            return -1;
+        }
         return ac_task_err(err, "TASK_STORAGE_INVALID", "tasks is not a directory");
     }
-    if (ac_dir_walk(tfd, record_name_cb, &c) == -1 || c.oom) {
-        close(tfd);
-        ac_names_free(c.v, c.n);
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not list task records");
-    }
-    if (c.n > 1)
-        qsort(c.v, c.n, sizeof *c.v, cmp_name);
-    for (i = 0; i < c.n && rc == 0; i++) {
+    for (i = 0; i < set.n && rc == 0; i++) {
+        const struct ac_record *r = &set.v[i];
+        char file[300];
         json_t *rec = NULL;
-        rc = ac_board_read_record(tfd, c.v[i], &rec, err);
+        snprintf(file, sizeof file, "%s.json", r->name);
+        rc = ac_task_parse(file, r->data, r->len, r->sys_errno, &rec, err);
         if (rc == 0) {
-            rc = ac_task_validate(rec, c.v[i], b->channel, b->chfd, err);
+            rc = ac_task_validate(rec, file, b->channel, b->ch, err);
             if (rc == 0) {
                 const char *id = json_string_value(json_object_get(rec, "id"));
                 json_object_set(b->tasks, id, rec);
@@ -120,8 +71,7 @@ static int load(struct ac_board *b, struct ac_err *err)
             rc = 0;
         }
     }
-    close(tfd);
-    ac_names_free(c.v, c.n);
+    ac_recset_free(&set);
     if (rc == 0 && !b->lenient)
         rc = ac_board_graph_check(b->tasks, b->ids, err);
     return rc;
@@ -195,43 +145,40 @@ int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
 }
 
 /* With the task mutex held, a temp file in tasks/ or claims/ belongs to a
- * writer that died (every writer of those directories holds the mutex):
+ * writer that died (every writer of those records holds the mutex):
  * remove it, so a crash leaves no debris behind once the board is used.
  * Called after a successful mutation (a refused command changes nothing). */
 void ac_board_sweep(struct ac_board *b)
 {
-    static const char *const dirs[] = { AC_TASKS_DIR, AC_CLAIMS_DIR };
-    size_t i;
-    for (i = 0; i < 2; i++) {
-        int fd = ac_open_dir_at(b->chfd, dirs[i]);
-        if (fd != -1) {
-            ac_sweep_temps(fd, 0);
-            close(fd);
-        }
-    }
+    ac_chan_sweep(b->ch, AC_TASKS);
+    ac_chan_sweep(b->ch, AC_CLAIMS);
 }
 
 int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err)
 {
+    struct ac_err merr = AC_ERR_INIT;
     int rc;
     memset(b, 0, sizeof *b);
-    b->mutex.fd = -1;
     b->ch = ch;
     b->channel = ch->name;
     b->lenient = (mode & AC_BOARD_LENIENT) != 0;
     mode &= ~AC_BOARD_LENIENT;
     b->chfd = ac_chan_dirfd(ch);
-    if (b->chfd == -1)
-        return ac_task_err(err, "TASK_STORAGE_INVALID", "this store has no task board");
     if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))
         return ac_task_err(err, "TASK_INVALID_CHANNEL", "channel is not a safe channel name");
-    rc = ac_mutex_acquire(b->chfd, AC_TASKS_LOCK, &b->mutex);
+    rc = ac_chan_mutex_acquire(ch, AC_MUTEX_TASKS, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0,
+                               &b->mutex, &merr);
     if (rc == AC_MUTEX_TIMEOUT)
         return ac_task_err(err, "TASK_LOCK_TIMEOUT", "could not acquire task mutation lock");
     if (rc == -1) {
-        if (errno == EINTR)
+        if (merr.sys_errno == EINTR)
             return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
-        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open %s", AC_TASKS_LOCK);
+        if (!merr.sys_errno) {
+            if (err)
+                *err = merr;
+            return -1;
+        }
+        return ac_err_sys(err, merr.sys_errno, "TASK_IO_ERROR", "could not open %s", AC_TASKS_LOCK);
     }
     if (load(b, err) == -1) {
         ac_board_close(b);
@@ -253,7 +200,8 @@ void ac_board_close(struct ac_board *b)
     json_decref(b->tasks);
     json_decref(b->ids);
     b->tasks = b->ids = NULL;
-    ac_mutex_release(&b->mutex);
+    ac_mutex_release(b->mutex);
+    b->mutex = NULL;
 }
 
 json_t *ac_board_get(struct ac_board *b, const char *id, struct ac_err *err)
@@ -354,20 +302,20 @@ static int write_task(struct ac_board *b, const json_t *rec, int noreplace, int 
     return 0;
 }
 
-/* The bytes of tasks/<id>.json as they are on disk (for a rollback that
+/* The bytes of task `id`'s record as they are stored (for a rollback that
  * restores them exactly). 0, or -1 with errno. */
 static int read_task_bytes(struct ac_board *b, const char *id, char **out, size_t *len)
 {
-    char name[300];
-    int tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR), rc, e;
-    if (tfd == -1)
+    struct ac_record r;
+    if (ac_chan_rec_read(b->ch, AC_TASKS, id, &r, NULL) == -1) {
+        errno = r.sys_errno ? r.sys_errno : EIO;
         return -1;
-    snprintf(name, sizeof name, "%s.json", id);
-    rc = ac_read_file_at(tfd, name, AC_TASK_RECORD_CAP, out, len);
-    e = errno;
-    close(tfd);
-    errno = e;
-    return rc;
+    }
+    *out = r.data;
+    *len = r.len;
+    r.data = NULL;
+    ac_record_free(&r);
+    return 0;
 }
 
 /* Undo the record write of a create (before == NULL: remove the record) or
@@ -465,7 +413,7 @@ static int check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err)
     json_t *v;
 
     snprintf(filename, sizeof filename, "%s.json", id);
-    if (ac_task_validate(rec, filename, b->channel, b->chfd, err) == -1)
+    if (ac_task_validate(rec, filename, b->channel, b->ch, err) == -1)
         return -1;
     tasks = json_copy(b->tasks);
     ids = json_array();

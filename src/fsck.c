@@ -20,7 +20,7 @@
 #include "agentchat/frontmatter.h"
 #include "fs/fsutil.h"
 #include "agentchat/lease.h"
-#include "fs/mutex.h"
+#include "agentchat/clock.h"
 #include "agentchat/pathlock.h"
 #include "agentchat/pyjson.h"
 #include "fs/scan.h"
@@ -72,6 +72,7 @@ const char *ac_fsck_class_name(int klass)
 
 /* One run over one channel. */
 struct fsck {
+    struct ac_chan *ch;
     int chfd;
     const char *channel;
     char qchannel[QUOTE_MAX + 16]; /* the name as commands quote it */
@@ -699,17 +700,21 @@ static void check_cursors(struct fsck *f)
 /* Take the flock of an existing lock file, so no mutation is seen half
  * done. Returns 1 held, 0 no lock file (nothing to exclude), -1 not taken
  * (a finding says why). */
-static int lock_existing(struct fsck *f, const char *name, struct ac_mutex *m, const char *what)
+static int lock_existing(struct fsck *f, const char *name, struct ac_mutex **m, const char *what)
 {
-    int rc = ac_mutex_acquire_existing(f->chfd, name, m);
+    struct ac_err err = AC_ERR_INIT;
+    int rc = ac_chan_mutex_acquire(f->ch, name, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS,
+                                   AC_MUTEX_EXISTING, m, &err);
+    int e = err.sys_errno;
     if (rc == 0)
         return 1;
-    if (rc == -1 && errno == ENOENT)
+    if (rc == -1 && e == ENOENT)
         return 0;
     if (rc == AC_MUTEX_TIMEOUT)
         add(f, "FSCK_BUSY", name, "held for more than 10 s: %s not checked; run fsck again", what);
-    else if (errno != ELOOP && errno != EINVAL && errno != EISDIR)   /* layout says why */
-        add(f, "FSCK_BAD_ENTRY", name, "cannot be locked: %s (%s not checked)", strerror(errno), what);
+    else if (e != ELOOP && e != EINVAL && e != EISDIR)   /* layout says why */
+        add(f, "FSCK_BAD_ENTRY", name, "cannot be locked: %s (%s not checked)",
+            e ? strerror(e) : err.msg, what);
     return -1;
 }
 
@@ -746,8 +751,16 @@ static size_t load_tasks(struct fsck *f, struct ac_board *b, json_t *known)
         snprintf(stem, sizeof stem, "%.*s", (int)(strlen(name) - 5), name);
         json_object_set_new(known, stem, json_true());
         join(path, sizeof path, AC_TASKS_DIR, name);
-        if (ac_board_read_record(tfd, name, &rec, &err) == -1 ||
-            ac_task_validate(rec, name, f->channel, f->chfd, &err) == -1) {
+        {
+            char *data = NULL;
+            size_t len = 0;
+            int e = ac_read_file_at(tfd, name, AC_TASK_RECORD_CAP, &data, &len) == -1 ? errno : 0;
+            int bad_rec = ac_task_parse(name, data, len, e, &rec, &err) == -1;
+            free(data);
+            if (bad_rec)
+                rec = NULL;
+        }
+        if (!rec || ac_task_validate(rec, name, f->channel, f->ch, &err) == -1) {
             add(f, "FSCK_BAD_TASK", path, "%s: %s", err.code, err.msg);
             bad++;
         } else {
@@ -854,7 +867,7 @@ static void check_orphan_claims(struct fsck *f, json_t *known, const char *pendi
 
 static void check_board(struct fsck *f)
 {
-    struct ac_mutex m = { -1 };
+    struct ac_mutex *m = NULL;
     struct ac_board b;
     struct ac_lease_pending p;
     struct ac_err err = AC_ERR_INIT;
@@ -868,7 +881,7 @@ static void check_board(struct fsck *f)
         return;
     }
     memset(&b, 0, sizeof b);
-    b.mutex.fd = -1;
+    b.ch = f->ch;
     b.chfd = f->chfd;
     b.channel = f->channel;
     b.tasks = json_object();
@@ -897,14 +910,14 @@ out:
     json_decref(known);
     json_decref(b.tasks);
     json_decref(b.ids);
-    ac_mutex_release(&m);
+    ac_mutex_release(m);
 }
 
 /* ---- path locks ---- */
 
 static void check_locks(struct fsck *f)
 {
-    struct ac_mutex m = { -1 };
+    struct ac_mutex *m = NULL;
     struct ents names;
     struct ac_lockrec *recs = NULL;
     struct ac_pl_journal j;
@@ -977,7 +990,7 @@ static void check_locks(struct fsck *f)
     ents_free(&names);
     close(ldfd);
 out:
-    ac_mutex_release(&m);
+    ac_mutex_release(m);
 }
 
 /* ---- optional families (directories other features add) ---- */
@@ -1074,12 +1087,15 @@ static void check_families(struct fsck *f)
 
 /* ---- entry point ---- */
 
-int ac_fsck_channel(int chfd, const char *channel, int flags, struct ac_fsck_report *r,
-                    struct ac_err *err)
+int ac_fsck_channel(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err)
 {
     struct fsck f;
+    const char *channel = ch->name;
     memset(&f, 0, sizeof f);
-    f.chfd = chfd;
+    f.ch = ch;
+    f.chfd = ac_chan_dirfd(ch);
+    if (f.chfd == -1)
+        return ac_err_set(err, AC_EXIT_GENERAL, "FSCK_UNSUPPORTED", "fsck needs a file-system channel");
     f.channel = channel;
     ac_err_quote(f.qchannel, sizeof f.qchannel, channel, QUOTE_MAX);
     f.repair = (flags & AC_FSCK_REPAIR) != 0;

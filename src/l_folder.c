@@ -17,16 +17,13 @@
  * path: "[Errno 2] No such file or directory".
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <dirent.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "fs/fsutil.h"
+#include "agentchat/hostfile.h"
 #include "agentchat/lua_host.h"
 
 static int push_errno(lua_State *L, int e)
@@ -37,47 +34,10 @@ static int push_errno(lua_State *L, int e)
     return 3;
 }
 
-/* Open `rel`'s directories below dir without following symlinks; returns
- * the descriptor of the last directory and points *last at the final
- * component (NULL when rel names a directory: want_dir). -1 with errno. */
-static int open_below(const char *dir, const char *rel, int want_dir, const char **last)
-{
-    int fd = ac_open_dir_path(dir);
-    const char *p = rel;
-
-    *last = NULL;
-    while (fd != -1 && p && *p) {
-        const char *slash = strchr(p, '/');
-        char part[256];
-        size_t n = slash ? (size_t)(slash - p) : strlen(p);
-        int next;
-
-        if (n == 0 || n >= sizeof part || (n == 1 && p[0] == '.') ||
-            (n == 2 && p[0] == '.' && p[1] == '.')) {
-            close(fd);
-            errno = EINVAL;     /* only plain names below dir */
-            return -1;
-        }
-        if (!slash && !want_dir) {
-            *last = p;
-            return fd;
-        }
-        memcpy(part, p, n);
-        part[n] = '\0';
-        next = ac_open_dir_at(fd, part);
-        close(fd);
-        fd = next;
-        p = slash ? slash + 1 : NULL;
-    }
-    return fd;
-}
-
 static int l_check(lua_State *L)
 {
-    int fd = ac_open_dir_path(luaL_checkstring(L, 1));
-    if (fd == -1)
+    if (ac_host_dir_check(luaL_checkstring(L, 1)) == -1)
         return push_errno(L, errno);
-    close(fd);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -87,15 +47,14 @@ struct listing {
     lua_Integer n;
 };
 
-static int list_cb(void *ctx, const char *name, unsigned char type)
+static int list_cb(void *ctx, const char *name, const char *kind)
 {
     struct listing *l = ctx;
     lua_State *L = l->L;
     lua_createtable(L, 0, 2);
     lua_pushstring(L, name);
     lua_setfield(L, -2, "name");
-    lua_pushstring(L, type == DT_REG ? "file" : type == DT_DIR ? "dir"
-                    : type == DT_LNK ? "symlink" : "other");
+    lua_pushstring(L, kind);
     lua_setfield(L, -2, "kind");
     lua_rawseti(L, -2, ++l->n);
     return 0;
@@ -103,42 +62,31 @@ static int list_cb(void *ctx, const char *name, unsigned char type)
 
 static int l_list(lua_State *L)
 {
-    const char *dir = luaL_checkstring(L, 1), *last;
+    const char *dir = luaL_checkstring(L, 1);
     const char *sub = luaL_optstring(L, 2, NULL);
     struct listing l;
-    int fd = open_below(dir, sub, 1, &last), rc, e;
 
-    if (fd == -1)
-        return push_errno(L, errno);
     lua_newtable(L);
     l.L = L;
     l.n = 0;
-    rc = ac_dir_walk(fd, list_cb, &l);
-    e = errno;
-    close(fd);
-    if (rc == -1)
-        return push_errno(L, e);
+    /* May raise on memory exhaustion mid-listing: the directory would stay
+     * open, as it did when this walked the directory itself. */
+    if (ac_host_dir_list(dir, sub, list_cb, &l) == -1)
+        return push_errno(L, errno);
     return 1;
 }
 
 static int l_read(lua_State *L)
 {
-    const char *dir = luaL_checkstring(L, 1), *rel = luaL_checkstring(L, 2), *last;
+    const char *dir = luaL_checkstring(L, 1), *rel = luaL_checkstring(L, 2);
     lua_Integer cap = luaL_checkinteger(L, 3);
     char *buf;
     size_t len;
-    int fd, rc, e;
 
     if (cap < 0)
         return luaL_argerror(L, 3, "negative cap");
-    fd = open_below(dir, rel, 0, &last);
-    if (fd == -1)
+    if (ac_host_dir_read(dir, rel, (size_t)cap, &buf, &len) == -1)
         return push_errno(L, errno);
-    rc = ac_read_file_at(fd, last, (size_t)cap, &buf, &len);
-    e = errno;
-    close(fd);
-    if (rc == -1)
-        return push_errno(L, e);
     lua_pushlstring(L, buf, len);
     free(buf);
     return 1;

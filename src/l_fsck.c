@@ -32,7 +32,7 @@ static int l_channel(lua_State *L)
     struct ac_chan *ch = ac_lua_checkchan(L, 1);
     struct ac_fsck_report r = { NULL, 0, 0 };
     struct ac_err err = AC_ERR_INIT;
-    int flags = 0, chfd, rc;
+    int flags = 0, rc;
     size_t i;
 
     if (!lua_isnoneornil(L, 2)) {
@@ -44,10 +44,7 @@ static int l_channel(lua_State *L)
             flags |= AC_FSCK_REPAIR;
         lua_pop(L, 1);
     }
-    chfd = ac_chan_dirfd(ch);
-    if (chfd == -1)
-        return ac_lua_fail(L, "FSCK_UNSUPPORTED", 1, "fsck needs a file-system channel");
-    rc = ac_fsck_channel(chfd, ch->name, flags, &r, &err);
+    rc = ac_chan_fsck(ch, flags, &r, &err);
     if (rc == -1) {
         ac_fsck_report_free(&r);
         return ac_lua_fail(L, err.code ? err.code : "IO_ERROR", 1, err.msg);

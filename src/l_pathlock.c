@@ -328,16 +328,13 @@ static int l_normalize(lua_State *L)
     struct ac_chan *ch = ac_lua_checkchan(L, 1);
     struct ac_err err = AC_ERR_INIT;
     struct ac_lockpath lp;
-    int nul, chfd;
+    int nul;
     const char *path = check_text(L, 2, &nul);
 
     if (nul)
         return ac_lua_fail(L, "PATH_LOCK_INVALID_PATH", 1,
                            "path contains a forbidden control character");
-    chfd = ac_chan_dirfd(ch);
-    if (chfd == -1)
-        return ac_lua_fail(L, "PATH_LOCK_UNSUPPORTED", 1, "path locks need a file-system channel");
-    if (ac_pathlock_normalize(chfd, path, &lp, &err) == -1)
+    if (ac_pathlock_normalize(ch, path, &lp, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushstring(L, lp.normalized);
     lua_pushstring(L, lp.is_dir ? "directory" : "file");

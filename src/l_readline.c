@@ -49,7 +49,7 @@
 #include <lua.h>
 
 #include "agentchat/clock.h"
-#include "fs/fsutil.h"
+#include "agentchat/hostfile.h"
 #include "agentchat/lua_host.h"
 
 #ifdef AC_HAVE_READLINE
@@ -367,7 +367,7 @@ static int ensure_parent(const char *path)
     }
     memcpy(dir, path, n);
     dir[n] = '\0';
-    return ac_mkdirs(dir, 0700);
+    return ac_host_mkdirs(dir, 0700);
 }
 
 static int l_append_history(lua_State *L)

@@ -31,21 +31,6 @@
 #include "agentchat/receipts.h"
 #include "agentchat/store.h"
 
-/* The channel directory of the handle at idx (raises for a closed one);
- * -1 for a backend without one. */
-static int chan_fd(lua_State *L, int idx, struct ac_chan **out)
-{
-    struct ac_chan *ch = ac_lua_checkchan(L, idx);
-    if (out)
-        *out = ch;
-    return ac_chan_dirfd(ch);
-}
-
-static int no_dir(lua_State *L)
-{
-    return ac_lua_fail(L, "IO_ERROR", 1, "this store keeps no receipts");
-}
-
 static uint64_t check_seq(lua_State *L, int idx)
 {
     lua_Integer seq = luaL_checkinteger(L, idx);
@@ -85,7 +70,7 @@ static int l_check_agent(lua_State *L)
 
 static int l_write_ack(lua_State *L)
 {
-    int fd = chan_fd(L, 1, NULL);
+    struct ac_chan *ch = ac_lua_checkchan(L, 1);
     uint64_t seq = check_seq(L, 2);
     const char *agent = check_cstring(L, 3);
     size_t len;
@@ -93,9 +78,7 @@ static int l_write_ack(lua_State *L)
     struct ac_err err = AC_ERR_INIT;
     int rc;
 
-    if (fd == -1)
-        return no_dir(L);
-    rc = ac_ack_write(fd, seq, agent, data, len, &err);
+    rc = ac_ack_write(ch, seq, agent, data, len, &err);
     if (rc == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, rc != 0);
@@ -108,7 +91,7 @@ static int l_write_ack(lua_State *L)
 
 static int l_read_ack(lua_State *L)
 {
-    int fd = chan_fd(L, 1, NULL);
+    struct ac_chan *ch = ac_lua_checkchan(L, 1);
     uint64_t seq = check_seq(L, 2);
     const char *agent = check_cstring(L, 3);
     struct ac_err err = AC_ERR_INIT;
@@ -117,9 +100,7 @@ static int l_read_ack(lua_State *L)
     int64_t mtime;
     int rc;
 
-    if (fd == -1)
-        return no_dir(L);
-    rc = ac_ack_read(fd, seq, agent, &data, &len, &mtime, &err);
+    rc = ac_ack_read(ch, seq, agent, &data, &len, &mtime, &err);
     if (rc == -1)
         return ac_lua_fail_err(L, &err);
     if (rc == 0) {
@@ -134,15 +115,13 @@ static int l_read_ack(lua_State *L)
 
 static int l_acks(lua_State *L)
 {
-    int fd = chan_fd(L, 1, NULL);
+    struct ac_chan *ch = ac_lua_checkchan(L, 1);
     uint64_t seq = check_seq(L, 2);
     struct ac_err err = AC_ERR_INIT;
     char **names;
     size_t n;
 
-    if (fd == -1)
-        return no_dir(L);
-    if (ac_ack_list(fd, seq, &names, &n, &err) == -1)
+    if (ac_ack_list(ch, seq, &names, &n, &err) == -1)
         return ac_lua_fail_err(L, &err);
     ac_lua_push_names(L, names, n);
     return 1;
@@ -150,13 +129,11 @@ static int l_acks(lua_State *L)
 
 static int l_cursor(lua_State *L)
 {
-    int fd = chan_fd(L, 1, NULL);
+    struct ac_chan *ch = ac_lua_checkchan(L, 1);
     const char *agent = check_cstring(L, 2);
     int64_t mtime, value;
 
-    if (fd == -1)
-        return no_dir(L);
-    value = ac_receipt_cursor(fd, agent, &mtime);
+    value = ac_chan_cursor_get(ch, agent, &mtime);
     lua_pushinteger(L, (lua_Integer)value);
     if (mtime == 0)
         lua_pushnil(L);
@@ -168,7 +145,7 @@ static int l_cursor(lua_State *L)
 static int l_wait(lua_State *L)
 {
     static const char *const states[] = { "read", "acked", NULL };
-    int fd = chan_fd(L, 1, NULL);
+    struct ac_chan *ch = ac_lua_checkchan(L, 1);
     uint64_t seq = check_seq(L, 2);
     int state, rc;
     lua_Number timeout, interval;
@@ -194,9 +171,7 @@ static int l_wait(lua_State *L)
                                "invalid agent name (control character blocked): NUL byte");
         lua_pop(L, 1);      /* the table keeps the string alive */
     }
-    if (fd == -1)
-        return no_dir(L);
-    rc = ac_receipts_wait(fd, seq, agents, (size_t)n, state, timeout, interval, reached, &err);
+    rc = ac_receipts_wait(ch, seq, agents, (size_t)n, state, timeout, interval, reached, &err);
     if (rc == -1)
         return ac_lua_fail_err(L, &err);
     if (rc == 0) {

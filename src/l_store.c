@@ -43,9 +43,7 @@
 #include <lua.h>
 
 #include "agentchat/channel.h"
-#include "fs/fsutil.h"
 #include "agentchat/lua_host.h"
-#include "fs/mutex.h"
 #include "agentchat/store.h"
 #include "agentchat/wait.h"
 
@@ -303,7 +301,7 @@ static int store_channels(lua_State *L)
     struct ac_err err = AC_ERR_INIT;
     char **names;
     size_t n;
-    if (s->st->ops->chan_names(s->st, &names, &n, &err) == -1)
+    if (ac_store_channels(s->st, &names, &n, &err) == -1)
         return ac_lua_fail_err(L, &err);
     ac_lua_push_names(L, names, n);
     return 1;
@@ -316,7 +314,7 @@ static int store_create(lua_State *L)
     size_t len;
     const char *meta = luaL_checklstring(L, 3, &len);
     struct ac_err err = AC_ERR_INIT;
-    if (s->st->ops->chan_create(s->st, name, meta, len, &err) == -1)
+    if (ac_store_chan_create(s->st, name, meta, len, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
@@ -333,7 +331,7 @@ static int store_channel(lua_State *L)
     luaL_setmetatable(L, CHAN_MT);
     lua_pushvalue(L, 1);                /* keep the store alive */
     lua_setiuservalue(L, -2, 1);
-    if (s->st->ops->chan_open(s->st, name, &c->ch, &err) == -1)
+    if (ac_store_chan_open(s->st, name, &c->ch, &err) == -1)
         return ac_lua_fail_err(L, &err);
     c->owner = s;
     s->nchan++;
@@ -380,7 +378,7 @@ static int chan_meta(lua_State *L)
     struct l_chan *c = check_chan(L, 1);
     struct ac_err err = AC_ERR_INIT;
     struct ac_file f;
-    if (c->ch->store->ops->meta_read(c->ch, &f, &err) == -1)
+    if (ac_chan_meta_read(c->ch, &f, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushlstring(L, f.data, f.len);
     ac_file_free(&f);
@@ -490,7 +488,7 @@ static int chan_post(lua_State *L)
     req.extra = extra;
     req.nextra = (size_t)nextra;
     res.published = 0;
-    if (c->ch->store->ops->msg_post(c->ch, &req, &res, &err) == -1) {
+    if (ac_chan_msg_post(c->ch, &req, &res, &err) == -1) {
         if (!res.published)
             return ac_lua_fail_err(L, &err);
         /* Visible but not known durable: success, with the warning. */
@@ -634,7 +632,7 @@ static int chan_summary(lua_State *L)
     struct l_chan *c = check_chan(L, 1);
     struct ac_listing l;
     struct ac_err err = AC_ERR_INIT;
-    if (c->ch->store->ops->msg_list(c->ch, INT64_MAX, 1, &l, &err) == -1)
+    if (ac_chan_msg_list(c->ch, INT64_MAX, 1, &l, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_createtable(L, 0, 3);
     lua_pushinteger(L, (lua_Integer)l.count);
@@ -653,7 +651,7 @@ static int chan_cursor(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
     const char *agent = luaL_checkstring(L, 2);
-    lua_pushinteger(L, (lua_Integer)c->ch->store->ops->cursor_get(c->ch, agent));
+    lua_pushinteger(L, (lua_Integer)ac_chan_cursor_get(c->ch, agent, NULL));
     return 1;
 }
 
@@ -663,7 +661,7 @@ static int chan_set_cursor(lua_State *L)
     const char *agent = luaL_checkstring(L, 2);
     lua_Integer v = luaL_checkinteger(L, 3);
     struct ac_err err = AC_ERR_INIT;
-    if (c->ch->store->ops->cursor_set(c->ch, agent, v, &err) == -1)
+    if (ac_chan_cursor_set(c->ch, agent, v, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
@@ -683,7 +681,7 @@ static int chan_wait(lua_State *L)
     agent = field_string(L, 2, "as");
     after = opt_field_int(L, 2, "after", 0, &given);
     if (!given)
-        after = c->ch->store->ops->cursor_get(c->ch, agent);
+        after = ac_chan_cursor_get(c->ch, agent, NULL);
     timeout = opt_field_number(L, 2, "timeout", 900.0);
     interval = opt_field_number(L, 2, "interval", 5.0);
     rc = ac_wait_inbox(c->ch, agent, after, timeout, interval, &in, &err);
@@ -704,27 +702,22 @@ static int chan_claim_marker(lua_State *L)
     struct ac_err err = AC_ERR_INIT;
     char dest[600];
     if (ac_marker_name_check(marker, &err) == -1 ||
-        c->ch->store->ops->marker_claim(c->ch, marker, agent, dest, sizeof dest, &err) == -1)
+        ac_chan_marker_claim(c->ch, marker, agent, dest, sizeof dest, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushstring(L, dest);
     return 1;
 }
 
-/* ch:write_state(bytes): publish <channel>/state.md atomically (the
- * derived summary of `compact` and `state --write`). */
+/* ch:write_state(bytes): publish the channel's state.md (the derived
+ * summary of `compact` and `state --write`) as a whole. */
 static int chan_write_state(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
     size_t len;
     const char *data = luaL_checklstring(L, 2, &len);
-    int fd = ac_chan_dirfd(c->ch);
-    if (fd == -1)
-        return ac_lua_fail(L, "IO_ERROR", 1, "this store has no state.md");
-    if (ac_write_atomic(fd, "state.md", data, len, 0644, AC_ATOMIC_REPLACE, "state") == -1) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "could not write state.md: %s", strerror(errno));
-        return ac_lua_fail(L, "IO_ERROR", 1, msg);
-    }
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_chan_blob_write(c->ch, "state.md", data, len, &err) == -1)
+        return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -733,7 +726,7 @@ static int chan_close(lua_State *L)
 {
     struct l_chan *c = luaL_checkudata(L, 1, CHAN_MT);
     if (c->ch) {
-        c->ch->store->ops->chan_close(c->ch);
+        ac_chan_close(c->ch);
         c->ch = NULL;
         if (c->owner) {
             c->owner->nchan--;
@@ -764,28 +757,26 @@ static int store_tostring(lua_State *L)
     return 1;
 }
 
-/* ch:exclusive(wait): the channel's one-writer lock (ac_mutex_lock_dir),
- * held until :release(), __close or __gc. */
+/* ch:exclusive(wait): the channel's one-writer lock (the store's
+ * AC_MUTEX_CHANNEL), held until :release(), __close or __gc. */
 static int chan_exclusive(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
-    int wait = lua_toboolean(L, 2);
-    int fd = ac_chan_dirfd(c->ch);
-    struct ac_mutex *m;
-    int rc;
-    if (fd == -1)
-        return ac_lua_fail(L, "IO_ERROR", 1, "this store has no channel directory to lock");
-    m = lua_newuserdatauv(L, sizeof *m, 0);
-    m->fd = -1;
+    int wait = lua_toboolean(L, 2), rc;
+    struct ac_err err = AC_ERR_INIT;
+    struct ac_mutex **m = lua_newuserdatauv(L, sizeof *m, 0);
+    *m = NULL;
     luaL_setmetatable(L, DIRLOCK_MT);
-    rc = ac_mutex_lock_dir(fd, wait, m);
+    rc = ac_chan_mutex_acquire(c->ch, AC_MUTEX_CHANNEL, wait ? INT64_MAX : 0, 0, m, &err);
     if (rc == AC_MUTEX_BUSY)
         return ac_lua_fail(L, "CHANNEL_BUSY", 1, "another process holds the channel");
-    if (rc == -1 && errno == EINTR)
+    if (rc == -1 && err.sys_errno == EINTR)
         return ac_lua_fail(L, "INTERRUPTED", AC_EXIT_INTERRUPTED, "cancelled by user");
     if (rc == -1) {
         char msg[128];
-        snprintf(msg, sizeof msg, "could not lock the channel: %s", strerror(errno));
+        if (!err.sys_errno)
+            return ac_lua_fail_err(L, &err);
+        snprintf(msg, sizeof msg, "could not lock the channel: %s", strerror(err.sys_errno));
         return ac_lua_fail(L, "IO_ERROR", 1, msg);
     }
     return 1;
@@ -794,14 +785,16 @@ static int chan_exclusive(lua_State *L)
 /* lock:release(), __close and __gc: idempotent. */
 static int dirlock_release(lua_State *L)
 {
-    ac_mutex_release(luaL_checkudata(L, 1, DIRLOCK_MT));
+    struct ac_mutex **m = luaL_checkudata(L, 1, DIRLOCK_MT);
+    ac_mutex_release(*m);
+    *m = NULL;
     return 0;
 }
 
 static int dirlock_tostring(lua_State *L)
 {
-    struct ac_mutex *m = luaL_checkudata(L, 1, DIRLOCK_MT);
-    lua_pushstring(L, m->fd == -1 ? "agentchat.dirlock (released)" : "agentchat.dirlock (held)");
+    struct ac_mutex **m = luaL_checkudata(L, 1, DIRLOCK_MT);
+    lua_pushstring(L, *m ? "agentchat.dirlock (held)" : "agentchat.dirlock (released)");
     return 1;
 }
 

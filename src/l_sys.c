@@ -37,7 +37,7 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/codec.h"
-#include "fs/fsutil.h"
+#include "agentchat/hostfile.h"
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/lua_host.h"
@@ -109,7 +109,7 @@ static int l_read_file(lua_State *L)
         close(fd);
         return rc;
     }
-    rc = ac_read_fd(fd, (size_t)cap, &buf, &len, NULL);
+    rc = ac_host_read_fd(fd, (size_t)cap, &buf, &len);
     e = errno;
     close(fd);
     if (rc == -1)

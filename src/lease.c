@@ -16,7 +16,6 @@
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/pyjson.h"
-#include "fs/seq.h"
 #include "agentchat/taskrec.h"
 
 #define CLAIM_CAP (1u << 20)
@@ -122,72 +121,42 @@ static int check_claim(const json_t *c, const char *file, const char *id, const 
     return 0;
 }
 
-struct claim_names {
-    const char *id;
-    size_t idlen;
-    char **v;
-    size_t n;
-    int oom;
-};
-
-static int claim_name_cb(void *ctx, const char *name, unsigned char type)
-{
-    struct claim_names *c = ctx;
-    size_t len = strlen(name);
-    char **nv;
-    (void)type;
-    if (name[0] == '.' || len <= c->idlen + 6 || strncmp(name, c->id, c->idlen) != 0 ||
-        name[c->idlen] != '.' || strcmp(name + len - 5, ".json") != 0)
-        return 0;
-    nv = realloc(c->v, (c->n + 1) * sizeof *nv);
-    if (!nv || !(nv[c->n] = strdup(name))) {
-        c->v = nv ? nv : c->v;
-        c->oom = 1;
-        return 1;
-    }
-    c->v = nv;
-    c->n++;
-    return 0;
-}
-
 int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_file,
                    int *expired, struct ac_err *err)
 {
-    struct claim_names c;
+    struct ac_recset set;
+    struct ac_err serr = AC_ERR_INIT;
     json_t *found = NULL;
-    char *found_name = NULL;
+    char *found_name = NULL, prefix[300];
     const json_t *task = json_object_get(b->tasks, id);
-    size_t i;
-    int cfd, rc = 0;
+    size_t i, idlen = strlen(id);
+    int rc = 0;
 
     *claim = NULL;
     *claim_file = NULL;
     *expired = 0;
-    cfd = open_claims(b, 0);
-    if (cfd == -1)
-        return errno == ENOENT ? 0 : ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open claims/");
-    memset(&c, 0, sizeof c);
-    c.id = id;
-    c.idlen = strlen(id);
-    if (ac_dir_walk(cfd, claim_name_cb, &c) == -1 || c.oom) {
-        close(cfd);
-        ac_names_free(c.v, c.n);
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not list claims/");
+    /* claims/<id>.<owner>.json: the records named "<id>.<something>" */
+    snprintf(prefix, sizeof prefix, "%s.", id);
+    if (ac_chan_rec_scan(b->ch, AC_CLAIMS, prefix, 0, &set, &serr) == -1) {
+        if (serr.sys_errno == ENOMEM)
+            return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not list claims/");
+        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, "TASK_IO_ERROR",
+                          "could not open claims/");
     }
-    for (i = 0; i < c.n && rc == 0; i++) {
-        char *data, msg[AC_PYJSON_MSG_MAX];
-        size_t len;
+    for (i = 0; i < set.n && rc == 0; i++) {
+        const struct ac_record *r = &set.v[i];
+        char file[300], msg[AC_PYJSON_MSG_MAX];
         json_t *v;
-        if (ac_read_file_at(cfd, c.v[i], CLAIM_CAP, &data, &len) == -1) {
+        snprintf(file, sizeof file, "%s.json", r->name);
+        if (!r->data) {
             rc = ac_task_err(err, "LEASE_INVALID_RECORD", "could not read lease record %s: [Errno %d] %s",
-                             c.v[i], errno, strerror(errno));
+                             file, r->sys_errno, strerror(r->sys_errno));
             break;
         }
-        v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
-        free(data);
+        v = ac_pyjson_loads(r->data, r->len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
         if (!v) {
             rc = ac_task_err(err, "LEASE_INVALID_RECORD", "could not read lease record %s: %s",
-                             c.v[i], msg);
+                             file, msg);
             break;
         }
         /* A dotted task id can prefix another task's claim file name
@@ -198,7 +167,7 @@ int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **cl
             json_decref(v);
             continue;
         }
-        if (check_claim(v, c.v[i], id, b->channel, err) == -1) {
+        if (check_claim(v, file, id, b->channel, err) == -1) {
             json_decref(v);
             rc = -1;
             break;
@@ -206,11 +175,11 @@ int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **cl
         {
             /* the file name must be <task>.<owner>.json */
             const char *owner = ac_task_str(v, "owner");
-            size_t want = c.idlen + 1 + strlen(owner) + 5;
-            if (strlen(c.v[i]) != want || strncmp(c.v[i] + c.idlen + 1, owner, strlen(owner)) != 0) {
+            size_t want = idlen + 1 + strlen(owner) + 5;
+            if (strlen(file) != want || strncmp(file + idlen + 1, owner, strlen(owner)) != 0) {
                 json_decref(v);
                 rc = ac_task_err(err, "LEASE_INVALID_RECORD", "lease record %s does not match its owner",
-                                 c.v[i]);
+                                 file);
                 break;
             }
         }
@@ -220,10 +189,9 @@ int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **cl
             break;
         }
         found = v;
-        found_name = strdup(c.v[i]);
+        found_name = strdup(file);
     }
-    close(cfd);
-    ac_names_free(c.v, c.n);
+    ac_recset_free(&set);
     if (rc == 0 && found && task &&
         (!json_equal(json_object_get(found, "owner"), json_object_get(task, "owner")) ||
          !json_equal(json_object_get(found, "lease_expires_at"),
@@ -376,21 +344,23 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
     char *before_bytes = NULL, *after_bytes;
     size_t before_len = 0, after_len, i;
     json_t *j, *list, *body;
-    int cfd, tfd, rc;
+    int cfd, rc;
     struct ac_err aerr = AC_ERR_INIT, perr = AC_ERR_INIT;
 
     if (ac_uuid4_hex(txid) == -1)
         return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not make a transaction id");
-    /* task_before: the record's bytes exactly as they are on disk. */
+    /* task_before: the record's bytes exactly as they are stored. */
     snprintf(name, sizeof name, "%s.json", id);
-    tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
-    if (tfd == -1 || ac_read_file_at(tfd, name, AC_TASK_RECORD_CAP, &before_bytes, &before_len) == -1) {
-        int e = errno;
-        if (tfd != -1)
-            close(tfd);
-        return ac_err_sys(err, e, "TASK_IO_ERROR", "could not read task record %s", name);
+    {
+        struct ac_record r;
+        if (ac_chan_rec_read(b->ch, AC_TASKS, id, &r, NULL) == -1)
+            return ac_err_sys(err, r.sys_errno ? r.sys_errno : EIO, "TASK_IO_ERROR",
+                              "could not read task record %s", name);
+        before_bytes = r.data;
+        before_len = r.len;
+        r.data = NULL;
+        ac_record_free(&r);
     }
-    close(tfd);
     after_bytes = ac_task_encode(after, &after_len);
     cfd = open_claims(b, 1);
     if (!after_bytes || cfd == -1) {
@@ -619,12 +589,17 @@ static int claim_bytes(const json_t *claim, char **out, size_t *len, struct ac_e
 static int read_claim_bytes(struct ac_board *b, const char *file, char **out, size_t *len,
                             struct ac_err *err)
 {
-    int cfd = open_claims(b, 0);
-    int rc = cfd == -1 ? -1 : ac_read_file_at(cfd, file, CLAIM_CAP, out, len);
-    int e = errno;
-    if (cfd != -1)
-        close(cfd);
-    return rc == -1 ? ac_err_sys(err, e, "TASK_IO_ERROR", "could not read lease record %s", file) : 0;
+    struct ac_record r;
+    char name[300];
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(file) - 5), file);     /* drop ".json" */
+    if (ac_chan_rec_read(b->ch, AC_CLAIMS, name, &r, NULL) == -1)
+        return ac_err_sys(err, r.sys_errno ? r.sys_errno : EIO, "TASK_IO_ERROR",
+                          "could not read lease record %s", file);
+    *out = r.data;
+    *len = r.len;
+    r.data = NULL;
+    ac_record_free(&r);
+    return 0;
 }
 
 static int has_reason_problem(const char *reason, struct ac_err *err)
@@ -886,9 +861,8 @@ static int recovery_audit(struct ac_board *b, const char *actor, const struct jo
  * is swept under the seq lock. Best effort. */
 static void sweep_debris(struct ac_board *b)
 {
-    struct ac_err ignored = AC_ERR_INIT;
     ac_board_sweep(b);
-    ac_seq_sweep(b->chfd, &ignored);
+    ac_chan_sweep(b->ch, AC_NFAMILIES);
 }
 
 int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,

@@ -27,12 +27,12 @@
 #include <unistd.h>
 
 #include "agentchat/audit.h"
+#include "agentchat/clock.h"
 #include "agentchat/codec.h"
 #include "agentchat/fault.h"
 #include "fs/fsutil.h"
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
-#include "fs/mutex.h"
 #include "agentchat/pathnorm.h"
 #include "agentchat/pyjson.h"
 #include "agentchat/pystr.h"
@@ -399,7 +399,7 @@ int ac_pathlock_overlaps(const char *a, const char *b)
     return strncmp(a, b, lb) == 0 && a[lb] == '/';
 }
 
-int ac_pathlock_normalize(int chfd, const char *path, struct ac_lockpath *out,
+int ac_pathlock_normalize(struct ac_chan *ch, const char *path, struct ac_lockpath *out,
                           struct ac_err *err)
 {
     size_t cap = strlen(path) + 4096;   /* links may lengthen it */
@@ -410,7 +410,7 @@ int ac_pathlock_normalize(int chfd, const char *path, struct ac_lockpath *out,
     memset(out, 0, sizeof *out);
     if (!norm)
         return ac_err_sys(err, ENOMEM, NULL, "could not normalize a path");
-    if (ac_relpath_resolve(chfd, path, norm, cap, &is_dir, &why) == -1) {
+    if (ac_chan_path_resolve(ch, path, norm, cap, &is_dir, &why) == -1) {
         free(norm);
         return ac_pl_err(err, "PATH_LOCK_INVALID_PATH", "%s", why);
     }
@@ -425,7 +425,7 @@ int ac_pathlock_normalize(int chfd, const char *path, struct ac_lockpath *out,
 }
 
 /* Normalize a request's paths; refuse overlaps inside it. */
-static int normalize_all(int chfd, const char *const *paths, size_t n, int within,
+static int normalize_all(struct ac_chan *ch, const char *const *paths, size_t n, int within,
                          struct ac_lockpath **out, struct ac_err *err)
 {
     struct ac_lockpath *v;
@@ -436,7 +436,7 @@ static int normalize_all(int chfd, const char *const *paths, size_t n, int withi
     if (!v)
         return ac_err_sys(err, ENOMEM, NULL, "could not normalize paths");
     for (i = 0; i < n; i++) {
-        if (ac_pathlock_normalize(chfd, paths[i], &v[i], err) == -1)
+        if (ac_pathlock_normalize(ch, paths[i], &v[i], err) == -1)
             goto fail;
     }
     for (i = 0; within && i < n; i++)
@@ -469,44 +469,44 @@ static void paths_free(struct ac_lockpath *v, size_t n)
 
 struct session {
     struct ac_chan *ch;
-    int chfd;               /* borrowed from the channel */
+    int chfd;               /* TRANSITIONAL: the journal's directory */
     int ldfd;               /* locks/ or -1 when it does not exist */
-    struct ac_mutex mx;
+    struct ac_mutex *mx;
     int lenient;            /* session_load skips unreadable or bad records */
 };
-
-static int channel_fd(struct ac_chan *ch, struct ac_err *err)
-{
-    int fd = ac_chan_dirfd(ch);
-    if (fd == -1)
-        ac_pl_err(err, "PATH_LOCK_UNSUPPORTED",
-                  "path locks need a file-system channel (store '%s')", ch->store->ops->name);
-    return fd;
-}
 
 /* Take the mutex and open locks/ if it exists. */
 static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *err)
 {
+    struct ac_err merr = AC_ERR_INIT;
     int rc;
     s->ch = ch;
     s->ldfd = -1;
     s->lenient = 0;
-    s->mx.fd = -1;
-    s->chfd = channel_fd(ch, err);
+    s->mx = NULL;
+    s->chfd = ac_chan_dirfd(ch);
     if (s->chfd == -1)
-        return -1;
-    rc = ac_mutex_acquire(s->chfd, AC_PATHLOCK_MUTEX, &s->mx);
+        return ac_pl_err(err, "PATH_LOCK_UNSUPPORTED",
+                         "path locks need a file-system channel (store '%s')", ch->store->ops->name);
+    rc = ac_chan_mutex_acquire(ch, AC_PATHLOCK_MUTEX, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0,
+                               &s->mx, &merr);
     if (rc == AC_MUTEX_TIMEOUT)
         return ac_pl_err(err, "PATH_LOCK_TIMEOUT", "could not acquire path-lock mutation lock");
     if (rc == -1) {
-        if (errno == EINTR)
+        if (merr.sys_errno == EINTR)
             return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
-        return ac_err_sys(err, errno, NULL, "could not lock %s", AC_PATHLOCK_MUTEX);
+        if (!merr.sys_errno) {
+            if (err)
+                *err = merr;
+            return -1;
+        }
+        return ac_err_sys(err, merr.sys_errno, NULL, "could not lock %s", AC_PATHLOCK_MUTEX);
     }
     s->ldfd = ac_open_dir_at(s->chfd, AC_PATHLOCK_DIR);
     if (s->ldfd == -1 && errno != ENOENT) {
         ac_err_sys(err, errno, NULL, "could not open %s/", AC_PATHLOCK_DIR);
-        ac_mutex_release(&s->mx);
+        ac_mutex_release(s->mx);
+        s->mx = NULL;
         return -1;
     }
     return 0;
@@ -531,7 +531,8 @@ static void session_close(struct session *s)
     if (s->ldfd != -1)
         close(s->ldfd);
     s->ldfd = -1;
-    ac_mutex_release(&s->mx);
+    ac_mutex_release(s->mx);
+    s->mx = NULL;
 }
 
 /* Refuse while a journal exists (usable or not). */
@@ -549,166 +550,54 @@ static int session_gate(struct session *s, struct ac_err *err)
     return 0;
 }
 
-struct names {
-    char **v;
-    size_t n, cap;
-    int oom;
-};
-
-/* Record names: "*.json" not starting with '.' (the journal, temps and
- * hidden files are not records). The first byte of each stored name is
- * 'r' for a regular file (as readdir saw it), '?' otherwise. */
-static int name_cb(void *ctx, const char *name, unsigned char type)
-{
-    struct names *c = ctx;
-    size_t len = strlen(name);
-    if (name[0] == '.' || len < 5 || strcmp(name + len - 5, ".json") != 0)
-        return 0;
-    if (c->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 32;
-        char **nv = realloc(c->v, ncap * sizeof *nv);
-        if (!nv) {
-            c->oom = 1;
-            return 1;
-        }
-        c->v = nv;
-        c->cap = ncap;
-    }
-    if (!(c->v[c->n] = malloc(len + 2))) {
-        c->oom = 1;
-        return 1;
-    }
-    c->v[c->n][0] = type == DT_REG ? 'r' : '?';
-    memcpy(c->v[c->n] + 1, name, len + 1);
-    c->n++;
-    return 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
-}
-
-/* Read a regular file that readdir reported as one: open, read, close
- * (no fstat: a short read of a regular file is its end). `buf` is reused
- * across records and grows as needed up to the cap. O_NOFOLLOW and
- * O_NONBLOCK keep a file swapped for a link or a FIFO meanwhile harmless.
- * errno is meaningful on -1. */
-static int read_record(int ldfd, const char *name, char **buf, size_t *cap, size_t *len)
-{
-    size_t used = 0;
-    int fd, saved;
-    do
-        fd = openat(ldfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    while (fd == -1 && errno == EINTR);
-    if (fd == -1)
-        return -1;
-    for (;;) {
-        ssize_t n;
-        if (used == *cap) {
-            size_t ncap = *cap ? *cap * 2 : 65536;
-            char *nb;
-            if (*cap > AC_PATHLOCK_FILE_CAP) {
-                errno = EFBIG;
-                goto fail;
-            }
-            if (!(nb = realloc(*buf, ncap + 1)))
-                goto fail;
-            *buf = nb;
-            *cap = ncap;
-        }
-        n = read(fd, *buf + used, *cap - used);
-        if (n == -1) {
-            if (errno == EINTR)
-                continue;
-            goto fail;
-        }
-        used += (size_t)n;
-        if (n == 0 || used < *cap)
-            break;
-    }
-    close(fd);
-    (*buf)[used] = '\0';
-    *len = used;
-    return 0;
-fail:
-    saved = errno;
-    close(fd);
-    errno = saved;
-    return -1;
-}
-
 /* Python's str(OSError) for a record: "[Errno 21] Is a directory: '<path>'". */
-static int record_os_error(struct session *s, const char *name, int e, struct ac_err *err)
+static int record_os_error(struct session *s, const char *id, int e, struct ac_err *err)
 {
     char path[1024], shown[1200];
-    snprintf(path, sizeof path, "%s/%s/%s/%s", s->ch->store->root, s->ch->name,
-             AC_PATHLOCK_DIR, name);
+    ac_chan_rec_where(s->ch, AC_LOCKS, id, path, sizeof path);
     ac_py_repr(path, shown, sizeof shown);
-    return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "could not read lock record %s: [Errno %d] %s: %s",
-                     name, e, strerror(e), shown);
+    return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "could not read lock record %s.json: [Errno %d] %s: %s",
+                     id, e, strerror(e), shown);
 }
 
-/* Read and validate every record. */
+/* Read and validate every record, in file name order. */
 static int session_load(struct session *s, struct ac_locklist *out, struct ac_err *err)
 {
-    struct names c;
-    char *buf = NULL;
-    size_t i, cap = 0;
-    int rc = -1;
+    struct ac_recset set;
+    struct ac_err serr = AC_ERR_INIT;
+    size_t i;
 
-    memset(&c, 0, sizeof c);
     out->v = NULL;
     out->n = 0;
-    if (s->ldfd == -1)
-        return 0;
-    if (ac_dir_walk(s->ldfd, name_cb, &c) == -1 || c.oom) {
-        ac_err_sys(err, c.oom ? ENOMEM : errno, NULL, "could not list %s/", AC_PATHLOCK_DIR);
-        goto out;
-    }
-    if (c.n > 1)
-        qsort(c.v, c.n, sizeof *c.v, cmp_name);
-    out->v = calloc(c.n ? c.n : 1, sizeof *out->v);
+    if (ac_chan_rec_scan(s->ch, AC_LOCKS, NULL, 0, &set, &serr) == -1)
+        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL, "could not list %s/",
+                          AC_PATHLOCK_DIR);
+    out->v = calloc(set.n ? set.n : 1, sizeof *out->v);
     if (!out->v) {
-        ac_err_sys(err, ENOMEM, NULL, "could not read lock records");
-        goto out;
+        ac_recset_free(&set);
+        return ac_err_sys(err, ENOMEM, NULL, "could not read lock records");
     }
-    for (i = 0; i < c.n; i++) {
-        const char *name = c.v[i] + 1;
-        size_t len;
-        int r;
-        if (c.v[i][0] == 'r') {
-            r = read_record(s->ldfd, name, &buf, &cap, &len);
-        } else {                /* not regular: let the careful reader say why */
-            char *data = NULL;
-            r = ac_read_file_at(s->ldfd, name, AC_PATHLOCK_FILE_CAP, &data, &len);
-            if (r == 0) {
-                free(buf);
-                buf = data;
-                cap = len;
-            }
-        }
-        if (r == -1)
-            record_os_error(s, name, errno, err);
-        else if (ac_lockrec_parse(buf, len, name, s->ch->name, &out->v[out->n], err) == 0)
-            out->n++;
+    for (i = 0; i < set.n; i++) {
+        const struct ac_record *r = &set.v[i];
+        char file[300];
+        int ok;
+        snprintf(file, sizeof file, "%s.json", r->name);
+        if (!r->data)
+            ok = record_os_error(s, r->name, r->sys_errno, err) == 0;
         else
-            r = -1;
-        if (r == -1) {
-            if (!s->lenient)
-                goto out;
+            ok = ac_lockrec_parse(r->data, r->len, file, s->ch->name, &out->v[out->n], err) == 0;
+        if (ok) {
+            out->n++;
+        } else if (!s->lenient) {
+            ac_recset_free(&set);
+            ac_locklist_free(out);
+            return -1;
+        } else if (err) {
             *err = (struct ac_err)AC_ERR_INIT;
         }
     }
-    rc = 0;
-out:
-    for (i = 0; i < c.n; i++)
-        free(c.v[i]);
-    free(c.v);
-    free(buf);
-    if (rc == -1)
-        ac_locklist_free(out);
-    return rc;
+    ac_recset_free(&set);
+    return 0;
 }
 
 /* The record named by `target`: its lock id, else a path equal (once
@@ -727,7 +616,7 @@ static int find_target(struct session *s, const struct ac_locklist *l, const cha
             return 0;
         }
     ac_err_quote(shown, sizeof shown, target, 900);
-    if (ac_pathlock_normalize(s->chfd, target, &lp, &ignored) == 0) {
+    if (ac_pathlock_normalize(s->ch, target, &lp, &ignored) == 0) {
         for (i = 0; i < l->n; i++)
             for (j = 0; j < l->v[i].npaths; j++)
                 if (strcmp(l->v[i].paths[j].normalized, lp.normalized) == 0) {
@@ -890,15 +779,19 @@ static json_t *audit_body(const char *channel, const char *event, const struct a
     return o;
 }
 
-/* Read a record file's raw bytes (the journal's `before`). */
+/* Read a record's raw bytes (the journal's `before`). */
 static char *record_bytes(struct session *s, const char *lock_id, size_t *len, struct ac_err *err)
 {
-    char name[300], *data;
-    snprintf(name, sizeof name, "%s.json", lock_id);
-    if (ac_read_file_at(s->ldfd, name, AC_PATHLOCK_FILE_CAP, &data, len) == -1) {
-        record_os_error(s, name, errno, err);
+    struct ac_record r;
+    char *data;
+    if (ac_chan_rec_read(s->ch, AC_LOCKS, lock_id, &r, NULL) == -1) {
+        record_os_error(s, lock_id, r.sys_errno ? r.sys_errno : EIO, err);
         return NULL;
     }
+    data = r.data;
+    *len = r.len;
+    r.data = NULL;
+    ac_record_free(&r);
     return data;
 }
 
@@ -916,7 +809,7 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
     char id[33], now_s[48], exp_s[48], *bytes = NULL;
     size_t i, j, k, blen = 0;
     int64_t dur, now;
-    int chfd, rc = -1, opened = 0;
+    int rc = -1, opened = 0;
 
     memset(&rec, 0, sizeof rec);
     memset(&m, 0, sizeof m);
@@ -925,7 +818,7 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
     if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
         ac_pathlock_check_duration(lease, &dur, err) == -1)
         return -1;
-    if ((chfd = channel_fd(ch, err)) == -1 || normalize_all(chfd, paths, n, 1, &lp, err) == -1)
+    if (normalize_all(ch, paths, n, 1, &lp, err) == -1)
         return -1;
     if (session_open(&s, ch, err) == -1)
         goto out;
@@ -1001,13 +894,13 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
     struct ac_locklist l = { NULL, 0 };
     struct ac_lockpath *lp = NULL;
     size_t i, j, k;
-    int chfd, rc = -1;
+    int rc = -1;
 
     out->v = NULL;
     out->n = 0;
     if (owner && ac_pathlock_check_owner(owner, "owner", err) == -1)
         return -1;
-    if ((chfd = channel_fd(ch, err)) == -1 || normalize_all(chfd, paths, n, 0, &lp, err) == -1)
+    if (normalize_all(ch, paths, n, 0, &lp, err) == -1)
         return -1;
     if (session_open(&s, ch, err) == -1) {
         paths_free(lp, n);
@@ -1196,18 +1089,6 @@ out:
     return rc;
 }
 
-/* Temp files of ours (".<name>.<random>.tmp") left in locks/ by a crash.
- * They are only ever created under the mutex, so any that exists while we
- * hold it is dead. Best effort. */
-static int sweep_cb(void *ctx, const char *name, unsigned char type)
-{
-    int ldfd = *(int *)ctx;
-    size_t len = strlen(name);
-    if (type == DT_REG && name[0] == '.' && len > 5 && strcmp(name + len - 4, ".tmp") == 0)
-        ac_sys_unlinkat(ldfd, name, 0);
-    return 0;
-}
-
 int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
                                 enum ac_pathlock_resolve resolve,
                                 struct ac_pending_info *info, struct ac_err *err)
@@ -1234,8 +1115,10 @@ int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
         rc = ac_pl_journal_resolve(ch, s.ldfd, &j, resolve, &oc, err);
         ac_pl_journal_free(&j);
     }
-    if (rc != -1 && s.ldfd != -1)
-        ac_dir_walk(s.ldfd, sweep_cb, &s.ldfd);
+    /* Temp files a crash left in locks/: only ever created under the
+     * mutex, so any that exists while we hold it is dead. */
+    if (rc != -1)
+        ac_chan_sweep(ch, AC_LOCKS);
     session_close(&s);
     if (info)
         info->outcome = oc;

@@ -1,4 +1,12 @@
-/* store.c - backend-independent message logic; see include/agentchat/store.h. */
+/*
+ * store.c - the wrappers of the store interface and the backend-independent
+ * message logic; see include/agentchat/store.h.
+ *
+ * Every call into a backend goes through a wrapper here: the one place
+ * that checks the operation exists in the backend's table (its version),
+ * and that reaches the "store.<op>" fault point before a change, so the
+ * crash tests hit every backend at the same steps.
+ */
 #include "agentchat/store.h"
 
 #include <errno.h>
@@ -6,7 +14,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentchat/fault.h"
 #include "agentchat/utf8.h"
+
+/* ---- the wrappers ---- */
+
+/* Does the backend's table have operation `op` (added in `since`)? */
+#define HAS(st, since, op) ((st)->ops->version >= (since) && (st)->ops->op != NULL)
+#define CHOPS(ch) ((ch)->store->ops)
+
+static int unsupported(struct ac_store *st, const char *what, struct ac_err *err)
+{
+    return ac_err_set(err, AC_EXIT_GENERAL, "STORE_UNSUPPORTED", "the %s store cannot %s",
+                      st->ops->name, what);
+}
+
+/* The fault point before a change: -1 with err (the errno of the fault). */
+static int fault(const char *point, const char *what, struct ac_err *err)
+{
+    if (AC_FAULT(point) == -1)
+        return ac_err_sys(err, errno, NULL, "could not %s", what);
+    return 0;
+}
 
 void ac_store_close(struct ac_store *st)
 {
@@ -14,9 +43,209 @@ void ac_store_close(struct ac_store *st)
         st->ops->destroy(st);
 }
 
+int ac_store_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err)
+{
+    return st->ops->chan_names(st, names, n, err);
+}
+
+int ac_store_chan_open(struct ac_store *st, const char *name, struct ac_chan **out,
+                       struct ac_err *err)
+{
+    return st->ops->chan_open(st, name, out, err);
+}
+
+int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta, size_t meta_len,
+                         struct ac_err *err)
+{
+    if (fault("store.chan_create", "create the channel", err) == -1)
+        return -1;
+    return st->ops->chan_create(st, name, meta, meta_len, err);
+}
+
+void ac_chan_close(struct ac_chan *ch)
+{
+    if (ch)
+        CHOPS(ch)->chan_close(ch);
+}
+
+int ac_chan_meta_read(struct ac_chan *ch, struct ac_file *out, struct ac_err *err)
+{
+    return CHOPS(ch)->meta_read(ch, out, err);
+}
+
+int ac_chan_msg_post(struct ac_chan *ch, const struct ac_post_req *req,
+                     struct ac_post_result *out, struct ac_err *err)
+{
+    out->published = 0;
+    if (fault("store.msg_post", "post the message", err) == -1)
+        return -1;
+    return CHOPS(ch)->msg_post(ch, req, out, err);
+}
+
+int ac_chan_msg_list(struct ac_chan *ch, int64_t after, int use_stamp, struct ac_listing *out,
+                     struct ac_err *err)
+{
+    return CHOPS(ch)->msg_list(ch, after, use_stamp, out, err);
+}
+
+int ac_chan_msg_read(struct ac_chan *ch, const char *name, struct ac_file *out,
+                     struct ac_err *err)
+{
+    return CHOPS(ch)->msg_read(ch, name, out, err);
+}
+
+int64_t ac_chan_cursor_get(struct ac_chan *ch, const char *agent, int64_t *mtime_us)
+{
+    if (mtime_us)
+        *mtime_us = 0;
+    return CHOPS(ch)->cursor_get(ch, agent, mtime_us);
+}
+
+int ac_chan_cursor_set(struct ac_chan *ch, const char *agent, int64_t value, struct ac_err *err)
+{
+    if (fault("store.cursor_set", "move the cursor", err) == -1)
+        return -1;
+    return CHOPS(ch)->cursor_set(ch, agent, value, err);
+}
+
+struct ac_watch *ac_chan_watch_open(struct ac_chan *ch, int what, uint64_t seq)
+{
+    return CHOPS(ch)->watch_open ? CHOPS(ch)->watch_open(ch, what, seq) : NULL;
+}
+
+int ac_chan_watch_wait(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_ns)
+{
+    return CHOPS(ch)->watch_wait(w, timeout_ns);
+}
+
+void ac_chan_watch_close(struct ac_chan *ch, struct ac_watch *w)
+{
+    if (w)
+        CHOPS(ch)->watch_close(w);
+}
+
+int ac_chan_marker_claim(struct ac_chan *ch, const char *marker, const char *agent, char *dest,
+                         size_t dest_size, struct ac_err *err)
+{
+    if (fault("store.marker_claim", "claim the task", err) == -1)
+        return -1;
+    return CHOPS(ch)->marker_claim(ch, marker, agent, dest, dest_size, err);
+}
+
+int ac_chan_rec_scan(struct ac_chan *ch, int family, const char *prefix, int flags,
+                     struct ac_recset *out, struct ac_err *err)
+{
+    out->v = NULL;
+    out->n = 0;
+    if (!HAS(ch->store, 2, rec_scan))
+        return unsupported(ch->store, "list records", err);
+    return CHOPS(ch)->rec_scan(ch, family, prefix, flags, out, err);
+}
+
+int ac_chan_rec_read(struct ac_chan *ch, int family, const char *name, struct ac_record *out,
+                     struct ac_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!HAS(ch->store, 2, rec_read))
+        return unsupported(ch->store, "read records", err);
+    return CHOPS(ch)->rec_read(ch, family, name, out, err);
+}
+
+int ac_chan_rec_create(struct ac_chan *ch, int family, const char *name, const char *data,
+                       size_t len, struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, rec_create))
+        return unsupported(ch->store, "write records", err);
+    if (fault("store.rec_create", "write the record", err) == -1)
+        return -1;
+    return CHOPS(ch)->rec_create(ch, family, name, data, len, err);
+}
+
+void ac_chan_rec_where(struct ac_chan *ch, int family, const char *name, char *out, size_t size)
+{
+    if (HAS(ch->store, 2, rec_where))
+        CHOPS(ch)->rec_where(ch, family, name, out, size);
+    else
+        snprintf(out, size, "%s", name);
+}
+
+int ac_chan_mutex_acquire(struct ac_chan *ch, const char *name, int64_t deadline_ns, int flags,
+                          struct ac_mutex **out, struct ac_err *err)
+{
+    int rc;
+    *out = NULL;
+    if (!HAS(ch->store, 2, mutex_acquire))
+        return unsupported(ch->store, "lock", err);
+    if (AC_FAULT("mutex.acquire") == -1)
+        return ac_err_sys(err, errno, NULL, "could not lock %s", name ? name : ch->name);
+    rc = CHOPS(ch)->mutex_acquire(ch, name, deadline_ns, flags, out, err);
+    if (rc == 0)
+        (*out)->ops = CHOPS(ch);
+    return rc;
+}
+
+void ac_mutex_release(struct ac_mutex *m)
+{
+    if (m)
+        m->ops->mutex_release(m);
+}
+
+int ac_chan_blob_write(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                       struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, blob_write))
+        return unsupported(ch->store, "write derived files", err);
+    if (AC_FAULT("store.blob_write") == -1)
+        return ac_err_sys(err, errno, NULL, "could not write %s", name);
+    return CHOPS(ch)->blob_write(ch, name, data, len, err);
+}
+
+int ac_chan_path_resolve(struct ac_chan *ch, const char *path, char *out, size_t outsz,
+                         int *is_dir, const char **why)
+{
+    if (!HAS(ch->store, 2, path_resolve)) {
+        *why = "this store has no workspace";
+        return -1;
+    }
+    return CHOPS(ch)->path_resolve(ch, path, out, outsz, is_dir, why);
+}
+
+void ac_chan_sweep(struct ac_chan *ch, int family)
+{
+    if (HAS(ch->store, 2, sweep))
+        CHOPS(ch)->sweep(ch, family);
+}
+
+int ac_chan_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, fsck))
+        return ac_err_set(err, AC_EXIT_GENERAL, "FSCK_UNSUPPORTED", "the %s store has no fsck",
+                          ch->store->ops->name);
+    return CHOPS(ch)->fsck(ch, flags, r, err);
+}
+
 int ac_chan_dirfd(struct ac_chan *ch)
 {
-    return ch->store->ops->chan_dirfd ? ch->store->ops->chan_dirfd(ch) : -1;
+    return HAS(ch->store, 2, chan_dirfd) ? CHOPS(ch)->chan_dirfd(ch) : -1;
+}
+
+/* ---- helpers ---- */
+
+void ac_record_free(struct ac_record *r)
+{
+    free(r->name);
+    free(r->data);
+    memset(r, 0, sizeof *r);
+}
+
+void ac_recset_free(struct ac_recset *s)
+{
+    size_t i;
+    for (i = 0; i < s->n; i++)
+        ac_record_free(&s->v[i]);
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
 }
 
 void ac_file_free(struct ac_file *f)
@@ -80,7 +309,7 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
     struct ac_inmsg m;
     struct ac_err rerr = AC_ERR_INIT;
 
-    if (ch->store->ops->msg_read(ch, e->name, &f, &rerr) == -1) {
+    if (ac_chan_msg_read(ch, e->name, &f, &rerr) == -1) {
         /* A file that vanished since the listing is simply gone. */
         if (rerr.sys_errno == ENOENT)
             return 0;
@@ -162,7 +391,7 @@ int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int fla
     int rc;
 
     memset(out, 0, sizeof *out);
-    if (ch->store->ops->msg_list(ch, after, !(flags & AC_INBOX_NO_STAMP), &l, err) == -1)
+    if (ac_chan_msg_list(ch, after, !(flags & AC_INBOX_NO_STAMP), &l, err) == -1)
         return -1;
     rc = load_range(ch, &l, 0, agent, (flags & AC_INBOX_ALL) != 0, out, err);
     ac_listing_free(&l);
@@ -174,7 +403,7 @@ int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_
     struct ac_listing l;
     int rc;
     memset(out, 0, sizeof *out);
-    if (ch->store->ops->msg_list(ch, -1, 0, &l, err) == -1)
+    if (ac_chan_msg_list(ch, -1, 0, &l, err) == -1)
         return -1;
     rc = load_range(ch, &l, l.n > n ? l.n - n : 0, NULL, 1, out, err);
     ac_listing_free(&l);
@@ -192,7 +421,7 @@ int ac_inbox_seq(struct ac_chan *ch, uint64_t seq, struct ac_inbox *out, struct 
         out->max_seq = 0;
         return 0;
     }
-    if (ch->store->ops->msg_list(ch, (int64_t)seq - 1, 1, &l, err) == -1)
+    if (ac_chan_msg_list(ch, (int64_t)seq - 1, 1, &l, err) == -1)
         return -1;
     out->max_seq = l.max_seq;
     out->count = l.count;

@@ -10,6 +10,8 @@
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/pathnorm.h"
+#include "agentchat/pyjson.h"
+#include "agentchat/store.h"
 #include "agentchat/pystr.h"
 #include "agentchat/utf8.h"
 
@@ -138,7 +140,7 @@ static int check_string_list(const json_t *v, const char *field, const char *cod
     return 0;
 }
 
-static int check_files_hint(const json_t *v, int chfd, struct ac_err *err)
+static int check_files_hint(const json_t *v, struct ac_chan *ch, struct ac_err *err)
 {
     size_t i;
     json_t *item;
@@ -148,9 +150,8 @@ static int check_files_hint(const json_t *v, int chfd, struct ac_err *err)
         const char *path = json_string_value(item), *why;
         char shown[600], norm[AC_RELPATH_MAX];
         int is_dir;
-        why = chfd >= 0 ? (ac_relpath_resolve(chfd, path, norm, sizeof norm, &is_dir, &why) == 0
-                               ? NULL : why)
-                        : ac_relpath_problem(path);
+        why = ch ? (ac_chan_path_resolve(ch, path, norm, sizeof norm, &is_dir, &why) == 0 ? NULL : why)
+                 : ac_relpath_problem(path);
         if (why)
             return ac_task_err(err, "TASK_PATH_OUTSIDE_WORKSPACE",
                                "files_hint path is outside the channel workspace: %s (%s)",
@@ -178,7 +179,7 @@ static int check_dependencies(const json_t *v, struct ac_err *err)
     return 0;
 }
 
-int ac_task_validate(const json_t *rec, const char *filename, const char *channel, int chfd,
+int ac_task_validate(const json_t *rec, const char *filename, const char *channel, struct ac_chan *ch,
                      struct ac_err *err)
 {
     const char *key, *s;
@@ -249,7 +250,7 @@ int ac_task_validate(const json_t *rec, const char *filename, const char *channe
                            "created_by contains a forbidden control character");
 
     if (check_dependencies(json_object_get(rec, "depends_on"), err) == -1 ||
-        check_files_hint(json_object_get(rec, "files_hint"), chfd, err) == -1 ||
+        check_files_hint(json_object_get(rec, "files_hint"), ch, err) == -1 ||
         check_string_list(json_object_get(rec, "acceptance"), "acceptance",
                           "TASK_INVALID_ACCEPTANCE", err) == -1)
         return -1;
@@ -336,4 +337,19 @@ json_t *ac_task_changed_fields(const json_t *before, const json_t *after)
     for (i = 0; i < n; i++)
         json_array_append_new(out, json_string(names[i]));
     return out;
+}
+
+int ac_task_parse(const char *file, const char *data, size_t len, int sys_errno, json_t **out,
+                  struct ac_err *err)
+{
+    char msg[AC_PYJSON_MSG_MAX];
+    json_t *v;
+    if (!data)
+        return ac_task_err(err, "TASK_INVALID_RECORD", "could not read task record %s: [Errno %d] %s",
+                           file, sys_errno, strerror(sys_errno));
+    v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
+    if (!v)
+        return ac_task_err(err, "TASK_INVALID_RECORD", "could not read task record %s: %s", file, msg);
+    *out = v;
+    return 0;
 }

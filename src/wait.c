@@ -44,7 +44,6 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
                   double timeout_s, double interval_s, struct ac_inbox *out,
                   struct ac_err *err)
 {
-    const struct ac_store_ops *ops = ch->store->ops;
     struct ac_watch *w;
     int64_t start = ac_clock_mono_ns(), deadline, interval_ns;
     int rc = -1;
@@ -53,7 +52,7 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
 
     /* Open the watch before the first scan, so nothing published between
      * the scan and the wait can be missed. */
-    w = ops->watch_open(ch);
+    w = ac_chan_watch_open(ch, AC_WATCH_MESSAGES, 0);
     for (;;) {
         int64_t now, nap;
         int pending;
@@ -79,13 +78,13 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
         if (deadline - now < nap)
             nap = deadline - now;
         if (w) {
-            if (ops->watch_wait(w, nap) == -1) {
+            if (ac_chan_watch_wait(ch, w, nap) == -1) {
                 if (errno == EINTR) {
                     rc = interrupted(err);
                     break;
                 }
                 /* Notification broke down: fall back to polling. */
-                ops->watch_close(w);
+                ac_chan_watch_close(ch, w);
                 w = NULL;
             }
         } else if (ac_clock_sleep_ns(nap) == -1) {
@@ -93,7 +92,6 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
             break;
         }
     }
-    if (w)
-        ops->watch_close(w);
+    ac_chan_watch_close(ch, w);
     return rc;
 }

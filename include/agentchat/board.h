@@ -26,10 +26,9 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
-#include "fs/mutex.h"
 #include "agentchat/store.h"
 
-#define AC_TASKS_LOCK "_tasks.lock"
+#define AC_TASKS_LOCK AC_MUTEX_TASKS
 #define AC_TASKS_DIR "tasks"
 #define AC_CLAIMS_DIR "claims"
 #define AC_TASK_RECORD_CAP (4u << 20)
@@ -47,9 +46,9 @@ enum {
 
 struct ac_board {
     struct ac_chan *ch;
-    int chfd;
+    int chfd;                /* TRANSITIONAL: the record writers' directory */
     const char *channel;
-    struct ac_mutex mutex;
+    struct ac_mutex *mutex;  /* AC_MUTEX_TASKS, held while open */
     json_t *tasks;           /* object: id -> record */
     json_t *ids;             /* array of ids, sorted */
     int lenient;
@@ -103,11 +102,6 @@ struct ac_task_change {
 /* task update by `actor`: the new record (new reference) in *out. */
 int ac_board_update(struct ac_board *b, const char *id, const char *actor,
                     const struct ac_task_change *chg, json_t **out, struct ac_err *err);
-
-/* Read tasks/<name> (dirfd: the tasks directory) as JSON, not yet
- * validated: TASK_INVALID_RECORD "could not read task record <name>: ..."
- * with the Python tool's wording. *out is a new reference. */
-int ac_board_read_record(int dirfd, const char *name, json_t **out, struct ac_err *err);
 
 /* Helpers shared with lease.c. */
 /* The change of a task without a lease journal (create: cur NULL; update;

@@ -79,10 +79,10 @@ struct ac_fsck_report {
     size_t n, cap;
 };
 
-/* Check the channel directory chfd, named `channel` (for the messages and
- * the commands they suggest); append the findings to *r. */
-int ac_fsck_channel(int chfd, const char *channel, int flags, struct ac_fsck_report *r,
-                    struct ac_err *err);
+/* Check the channel (its name is in the messages and the commands they
+ * suggest); append the findings to *r. */
+struct ac_chan;
+int ac_fsck_channel(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
 
 void ac_fsck_report_free(struct ac_fsck_report *r);
 

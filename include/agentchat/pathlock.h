@@ -68,7 +68,7 @@
 #include "agentchat/err.h"
 #include "agentchat/store.h"
 
-#define AC_PATHLOCK_MUTEX ".path-locks.lock"
+#define AC_PATHLOCK_MUTEX AC_MUTEX_PATHLOCKS
 #define AC_PATHLOCK_DIR "locks"
 #define AC_PATHLOCK_JOURNAL ".path-lock-transaction.json"
 #define AC_PATHLOCK_DEFAULT_LEASE 300.0
@@ -137,9 +137,10 @@ int ac_pathlock_overlaps(const char *a, const char *b);
 /* Is a stored normalized_path canonical and workspace-relative? */
 int ac_pathlock_path_canonical(const char *p);
 
-/* Normalize `path` inside the channel directory chfd (SPEC 3.7): fills
- * *out (display = path) or fails with PATH_LOCK_INVALID_PATH. */
-int ac_pathlock_normalize(int chfd, const char *path, struct ac_lockpath *out,
+/* Normalize `path` in the channel's workspace (SPEC 3.7,
+ * ac_chan_path_resolve): fills *out (display = path) or fails with
+ * PATH_LOCK_INVALID_PATH. */
+int ac_pathlock_normalize(struct ac_chan *ch, const char *path, struct ac_lockpath *out,
                           struct ac_err *err);
 
 /* ---- operations (each takes the mutex) ---- */

@@ -1,6 +1,7 @@
 /*
  * pathnorm.h - workspace-relative paths (SPEC.md 3.7 "Path normalization",
- * also used for task files_hint, SPEC.md 3.5).
+ * also used for task files_hint, SPEC.md 3.5): the rules, and the lexical
+ * checks every backend applies.
  *
  * A path given by an agent is taken relative to the channel directory and
  * must stay inside it. Checks, in this order, each with the Python tool's
@@ -31,11 +32,8 @@
 /* The lexical checks only. Returns NULL when fine, else the message. */
 const char *ac_relpath_problem(const char *path);
 
-/* Check and resolve `path` inside the channel directory chfd. On success
- * returns 0, `out` holds the normalized workspace-relative path and
- * *is_dir tells whether it exists as a directory now. On failure returns -1
- * and *why is the message (a static string). */
-int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
-                       int *is_dir, const char **why);
+/* The resolution itself needs the workspace, so it is the store's:
+ * ac_chan_path_resolve (store.h); the file-system backend's is
+ * src/fs/workspace.c. */
 
 #endif

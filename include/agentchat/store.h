@@ -1,18 +1,70 @@
 /*
- * store.h - the storage interface every command goes through.
+ * store.h - the storage interface: every byte of state goes through it.
  *
- * A store is one root (a folder of channels, for the file system backend).
- * Everything above this interface (the generic message logic in store.c,
- * the wait loop in wait.c, the Lua bindings, the CLI) is written against
- * `struct ac_store_ops`, so a second backend (for example a coordination
- * service with server-side watches) can plug in without touching commands.
- * The file system backend in store_fs.c is the default and the archive
- * format: its folder is exactly SPEC.md section 3.
+ * A store is one root of channels. Everything above this interface (the
+ * message logic in store.c, the wait loop, receipts, the task board and
+ * its leases, path locks, the Lua bindings, the CLI) is written against
+ * the `ac_chan_*` and `ac_store_*` wrappers declared here, never against a
+ * file, a directory descriptor or `ops->...` directly, so a second backend
+ * (docs/architecture.md: an etcd cluster) plugs in without touching them.
+ * The model is SQLite's VFS: upper layers never see a file descriptor,
+ * every call goes through a thin wrapper (sqlite3OsRead), and the fault
+ * injection sits in those wrappers, so every backend gets the same crash
+ * tests. The file-system backend (src/fs/, ac_store_open_fs) is the
+ * default and the archive format: its folder is exactly SPEC.md section 3.
  *
- * Ownership: ac_store_open_* returns a store the caller frees with
- * ac_store_close(); channels opened from it must be closed before it.
- * Every function returns 0 / a value on success and -1 with *err filled on
- * failure; none prints or exits.
+ * What a backend stores, per channel:
+ *   meta        the channel record (_meta.json)
+ *   messages    dense seqs, allocated and published in one step (msg_post)
+ *   cursors     one seq per agent slug
+ *   records     four families of named JSON records (enum ac_family):
+ *               tasks, claims (leases), locks (path locks), acks
+ *   blobs       derived files rebuilt from the rest (state.md)
+ *   mutexes     named advisory locks held for a command (the task board's,
+ *               the path locks'), and the channel's own (import)
+ * and it provides change notification, workspace path resolution (path
+ * locks and files_hint name files of the channel's workspace) and its own
+ * consistency check (fsck).
+ *
+ * Calling sequence:
+ *
+ *     struct ac_err err = AC_ERR_INIT;
+ *     struct ac_store *st = ac_store_open_fs(root, &err);
+ *     struct ac_chan *ch;
+ *     if (!st || ac_store_chan_open(st, "dev", &ch, &err) == -1)
+ *         fail(&err);
+ *     ac_chan_msg_post(ch, &req, &res, &err);           // or any ac_chan_*
+ *
+ *     struct ac_mutex *mx;                              // a read-modify-write
+ *     rc = ac_chan_mutex_acquire(ch, AC_MUTEX_TASKS, deadline, 0, &mx, &err);
+ *     ... ac_chan_rec_scan(ch, AC_TASKS, NULL, 0, &set, &err) ...
+ *     ... ac_chan_rec_create / a record-changing command ...
+ *     ac_chan_mutex_release(mx);
+ *
+ *     ac_chan_close(ch);                                // every channel first,
+ *     ac_store_close(st);                               // then the store
+ *
+ * Error handling: every function returns 0 (or a documented non-negative
+ * value) on success and -1 with *err filled on failure (err.h: a stable
+ * code, a one-line message, the exit family, the errno in sys_errno when a
+ * system call failed); none prints or exits. Unless a function says
+ * otherwise the code of an I/O failure is IO_ERROR (exit 1) and the
+ * message names what could not be done ("could not write cursor ...:
+ * <strerror>"). Expected outcomes are not errors: a missing record reads
+ * as -1 with sys_errno ENOENT, a record that exists already is 0 from
+ * ac_chan_rec_create, a busy mutex is AC_MUTEX_BUSY.
+ *
+ * Fault injection (fault.h): each wrapper that can change state reaches
+ * the named point "store.<op>" before it calls the backend, so a crash
+ * test can fail or kill any backend there; the file-system backend adds
+ * its own points (the steps of its atomic writes, "post.dirsync", ...) and
+ * one "sys.<call>" point per mutating system call.
+ *
+ * Versioning: a backend fills `version` with the AC_STORE_VERSION it was
+ * written against (SQLite's iVersion). Operations added in a later
+ * version are appended at the end of the table; the wrappers never call an
+ * operation the table's version does not have, and report it as
+ * STORE_UNSUPPORTED instead (exit 1).
  */
 #ifndef AGENTCHAT_STORE_H
 #define AGENTCHAT_STORE_H
@@ -23,29 +75,24 @@
 #include "agentchat/err.h"
 #include "agentchat/frontmatter.h"
 
+/* 1: channels, messages, cursors, notification, the legacy marker claim.
+ * 2: record families, mutexes, blobs, workspace paths, fsck, and
+ *    notification of acks and cursors (receipts). */
+#define AC_STORE_VERSION 2
+
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
+
+/* A message file above AC_MESSAGE_CAP is read only up to this prefix (its
+ * frontmatter is at the top) and shown with a truncation notice. */
+#define AC_MESSAGE_PREFIX (64u << 10)
 
 struct ac_store;
 struct ac_chan;
 struct ac_watch;
+struct ac_fsck_report;
+struct ac_store_ops;
 
-/* One message file of a listing. */
-struct ac_entry {
-    uint64_t seq;
-    char *name;
-};
-
-/* The message files of a channel above a seq (msg_list). */
-struct ac_listing {
-    struct ac_entry *v;     /* entries with seq > after, sorted by (seq, name) */
-    size_t n;
-    uint64_t max_seq;       /* highest seq among all message files (0: none) */
-    size_t count;           /* number of message files */
-    char *last_name;        /* name of the file with max_seq (NULL: none) */
-    int from_stamp;         /* answered by a cache, without a listing */
-};
-
-void ac_listing_free(struct ac_listing *l);
+/* ---- messages ---- */
 
 struct ac_post_req {
     const char *from;
@@ -68,7 +115,7 @@ struct ac_post_req {
 
 struct ac_post_result {
     uint64_t seq;
-    char name[256];           /* file name inside the channel */
+    char name[256];           /* the message's name (file name on the folder) */
     int published;            /* the message is visible, even if the post
                                  then reports an error (a failed directory
                                  fsync): callers must not post it again */
@@ -78,16 +125,110 @@ struct ac_file {
     char *data;               /* raw bytes, NUL-terminated */
     size_t len;
     int64_t mtime_sec;
-    uint64_t full_size;       /* when only a prefix was read: the file size */
+    uint64_t full_size;       /* when only a prefix was read: the full size */
 };
 
-/* A message file above AC_MESSAGE_CAP is read only up to this prefix (its
- * frontmatter is at the top) and shown with a truncation notice. */
-#define AC_MESSAGE_PREFIX (64u << 10)
+/* One message of a listing. */
+struct ac_entry {
+    uint64_t seq;
+    char *name;
+};
+
+/* The messages of a channel above a seq (msg_list). */
+struct ac_listing {
+    struct ac_entry *v;     /* entries with seq > after, sorted by (seq, name) */
+    size_t n;
+    uint64_t max_seq;       /* highest seq among all messages (0: none) */
+    size_t count;           /* number of messages */
+    char *last_name;        /* name of the message with max_seq (NULL: none) */
+    int from_stamp;         /* answered by a cache, without a listing */
+};
+
+/* ---- records ---- */
+
+/* The record families and how a record is named in each. */
+enum ac_family {
+    AC_TASKS = 0,           /* "<id>"            SPEC.md 3.5 */
+    AC_CLAIMS,              /* "<task>.<owner>"  SPEC.md 3.6 */
+    AC_LOCKS,               /* "<lock_id>"       SPEC.md 3.7 */
+    AC_ACKS,                /* "<seq>/<agent>"   docs/receipts.md */
+    AC_NFAMILIES
+};
+
+/* One record as read. The backend's limits per family: tasks 4 MiB,
+ * claims 1 MiB, locks 16 MiB, acks 64 KiB (EFBIG beyond). */
+struct ac_record {
+    char *name;               /* its name in the family */
+    char *data;               /* its bytes, NUL-terminated; NULL when it
+                                 could not be read (sys_errno) or was not
+                                 asked for (AC_SCAN_NAMES) */
+    size_t len;
+    int sys_errno;            /* why data is NULL: EISDIR, ELOOP (a
+                                 symlink), EINVAL (not a plain record),
+                                 EFBIG, EACCES, ... */
+    int plain;                /* stored as a plain record (the folder: a
+                                 regular file); a scan reads only those
+                                 quickly, the others for their errno */
+    int64_t mtime_us;         /* when it was written (µs since 1970; read
+                                 records only) */
+};
+
+struct ac_recset {
+    struct ac_record *v;      /* sorted bytewise by name */
+    size_t n;
+};
+
+enum {
+    AC_SCAN_NAMES = 1         /* names and kinds only, no bytes */
+};
+
+/* ---- mutexes ---- */
+
+/* A held mutex (ac_chan_mutex_acquire). A backend's own mutex type embeds
+ * this first; release it with ac_mutex_release, which needs no channel (a
+ * script may close its channel before its lock). */
+struct ac_mutex {
+    const struct ac_store_ops *ops;   /* of the backend that made it */
+};
+
+/* The named mutexes (SPEC.md 4 "Advisory locks"); the Python tool takes
+ * the same ones, so both tools exclude each other. */
+#define AC_MUTEX_TASKS "_tasks.lock"
+#define AC_MUTEX_PATHLOCKS ".path-locks.lock"
+/* The channel's own lock (`import`: one long writer per channel, which the
+ * Python tool has no counterpart for). */
+#define AC_MUTEX_CHANNEL NULL
+
+enum {
+    AC_MUTEX_EXISTING = 1     /* never create the mutex (a read-only checker:
+                                 -1 with ENOENT when no writer ever made it) */
+};
+
+/* How long a command waits for a named mutex (the Python tool's 10 s):
+ * its deadline is ac_clock_mono_ns() + AC_MUTEX_WAIT_NS. */
+#define AC_MUTEX_WAIT_NS (10 * 1000000000LL)
+
+/* Returns of ac_chan_mutex_acquire besides 0 and -1. */
+#define AC_MUTEX_TIMEOUT 1    /* the deadline passed while another held it */
+#define AC_MUTEX_BUSY 2       /* deadline 0 (one try) and another holds it */
+
+/* ---- change notification ---- */
+
+enum {
+    AC_WATCH_MESSAGES = 1,    /* a message appeared (or anything in the
+                                 channel changed) */
+    AC_WATCH_ACKS = 2,        /* an ack of message `seq` appeared */
+    AC_WATCH_CURSORS = 4      /* a cursor moved */
+};
+
+/* ---- the operations a backend provides ---- */
 
 struct ac_store_ops {
-    const char *name;
+    int version;              /* AC_STORE_VERSION the table was written for */
+    const char *name;         /* "fs", ... (for messages) */
     void (*destroy)(struct ac_store *st);
+
+    /* version 1 */
     /* Channel names (sorted bytewise), only those that hold _meta.json. */
     int (*chan_names)(struct ac_store *st, char ***names, size_t *n, struct ac_err *err);
     int (*chan_open)(struct ac_store *st, const char *name, struct ac_chan **out,
@@ -104,22 +245,59 @@ struct ac_store_ops {
                     struct ac_listing *out, struct ac_err *err);
     int (*msg_read)(struct ac_chan *ch, const char *name, struct ac_file *out,
                     struct ac_err *err);
-    int64_t (*cursor_get)(struct ac_chan *ch, const char *agent);
+    /* mtime_us (may be NULL): when the cursor was last written, 0 when
+     * there is none. Never fails: an unreadable cursor is 0. */
+    int64_t (*cursor_get)(struct ac_chan *ch, const char *agent, int64_t *mtime_us);
     int (*cursor_set)(struct ac_chan *ch, const char *agent, int64_t value,
                       struct ac_err *err);
-    /* Change notification: wait returns 1 on a possible change, 0 on
-     * timeout, -1 when interrupted (errno EINTR). A backend without
-     * notification returns NULL from watch_open; callers then poll. */
-    struct ac_watch *(*watch_open)(struct ac_chan *ch);
+    /* `what`: AC_WATCH_* flags; `seq` the message of AC_WATCH_ACKS. NULL
+     * when the backend cannot notify (callers then poll). wait: 1 on a
+     * possible change, 0 on timeout, -1 when interrupted (errno EINTR). */
+    struct ac_watch *(*watch_open)(struct ac_chan *ch, int what, uint64_t seq);
     int (*watch_wait)(struct ac_watch *w, int64_t timeout_ns);
     void (*watch_close)(struct ac_watch *w);
     /* Legacy marker claim: rename marker to task-<id>.CLAIMED-<slug>.md under
      * the seq lock. CLAIM_LOST (exit 3) if missing or taken. */
     int (*marker_claim)(struct ac_chan *ch, const char *marker, const char *agent,
                         char *dest, size_t dest_size, struct ac_err *err);
-    /* The channel directory descriptor, for the record stores (task board,
-     * path locks) whose journals are file-system transactions; -1 for a
-     * backend without one (they then report an unsupported backend). */
+
+    /* version 2 */
+    /* The records of `family` whose names start with `prefix` (NULL: all),
+     * read unless AC_SCAN_NAMES. A family that was never written is empty;
+     * one the backend cannot list fails with sys_errno (ENOTDIR). */
+    int (*rec_scan)(struct ac_chan *ch, int family, const char *prefix, int flags,
+                    struct ac_recset *out, struct ac_err *err);
+    /* One record; -1 with sys_errno ENOENT when there is none. */
+    int (*rec_read)(struct ac_chan *ch, int family, const char *name,
+                    struct ac_record *out, struct ac_err *err);
+    /* Publish a record that must not exist yet (acks): 1 created, 0 it
+     * existed (nothing changed), 2 created but its durability is unknown
+     * (err holds why, for a warning), -1 nothing was created. */
+    int (*rec_create)(struct ac_chan *ch, int family, const char *name, const char *data,
+                      size_t len, struct ac_err *err);
+    /* Where a record lives, for messages ("<root>/<ch>/locks/<id>.json"). */
+    void (*rec_where)(struct ac_chan *ch, int family, const char *name, char *out,
+                      size_t size);
+    /* Take a named mutex (name NULL: the channel's own), trying until the
+     * CLOCK_MONOTONIC `deadline_ns` (0: once; INT64_MAX: forever). */
+    int (*mutex_acquire)(struct ac_chan *ch, const char *name, int64_t deadline_ns, int flags,
+                         struct ac_mutex **out, struct ac_err *err);
+    void (*mutex_release)(struct ac_mutex *m);
+    /* Replace a derived blob ("state.md") as a whole. */
+    int (*blob_write)(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                      struct ac_err *err);
+    /* Resolve a workspace path (pathnorm.h): 0 with the normalized path in
+     * out and *is_dir, or -1 with *why (a static message). */
+    int (*path_resolve)(struct ac_chan *ch, const char *path, char *out, size_t outsz,
+                        int *is_dir, const char **why);
+    /* Remove what crashed writers of the given families left behind
+     * (temp files; best effort, never fails). Call with the family's
+     * mutex held. AC_NFAMILIES: the messages' leftovers (reservations). */
+    void (*sweep)(struct ac_chan *ch, int family);
+    /* The backend's own consistency check (fsck.h). */
+    int (*fsck)(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
+    /* TRANSITIONAL (issue 11): the channel directory descriptor, for the
+     * record writers not yet behind the batch commit; -1 without one. */
     int (*chan_dirfd)(struct ac_chan *ch);
 };
 
@@ -133,16 +311,61 @@ struct ac_chan {
     char *name;
 };
 
-/* The file system backend rooted at `root` (which need not exist yet). */
-struct ac_store *ac_store_open_fs(const char *root, struct ac_err *err);
-void ac_store_close(struct ac_store *st);
+/* ---- backends ---- */
 
-/* ch's directory descriptor (ops->chan_dirfd), or -1 for a backend
- * without one. */
-int ac_chan_dirfd(struct ac_chan *ch);
+/* The file-system backend rooted at `root` (which need not exist yet). */
+struct ac_store *ac_store_open_fs(const char *root, struct ac_err *err);
+
+/* ---- the wrappers: the only way to call a backend ---- */
+
+void ac_store_close(struct ac_store *st);
+int ac_store_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err);
+int ac_store_chan_open(struct ac_store *st, const char *name, struct ac_chan **out,
+                       struct ac_err *err);
+int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta, size_t meta_len,
+                         struct ac_err *err);
+void ac_chan_close(struct ac_chan *ch);
+
+int ac_chan_meta_read(struct ac_chan *ch, struct ac_file *out, struct ac_err *err);
+int ac_chan_msg_post(struct ac_chan *ch, const struct ac_post_req *req,
+                     struct ac_post_result *out, struct ac_err *err);
+int ac_chan_msg_list(struct ac_chan *ch, int64_t after, int use_stamp, struct ac_listing *out,
+                     struct ac_err *err);
+int ac_chan_msg_read(struct ac_chan *ch, const char *name, struct ac_file *out,
+                     struct ac_err *err);
+int64_t ac_chan_cursor_get(struct ac_chan *ch, const char *agent, int64_t *mtime_us);
+int ac_chan_cursor_set(struct ac_chan *ch, const char *agent, int64_t value, struct ac_err *err);
+struct ac_watch *ac_chan_watch_open(struct ac_chan *ch, int what, uint64_t seq);
+int ac_chan_watch_wait(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_ns);
+void ac_chan_watch_close(struct ac_chan *ch, struct ac_watch *w);
+int ac_chan_marker_claim(struct ac_chan *ch, const char *marker, const char *agent, char *dest,
+                         size_t dest_size, struct ac_err *err);
+
+int ac_chan_rec_scan(struct ac_chan *ch, int family, const char *prefix, int flags,
+                     struct ac_recset *out, struct ac_err *err);
+int ac_chan_rec_read(struct ac_chan *ch, int family, const char *name, struct ac_record *out,
+                     struct ac_err *err);
+int ac_chan_rec_create(struct ac_chan *ch, int family, const char *name, const char *data,
+                       size_t len, struct ac_err *err);
+void ac_chan_rec_where(struct ac_chan *ch, int family, const char *name, char *out, size_t size);
+int ac_chan_mutex_acquire(struct ac_chan *ch, const char *name, int64_t deadline_ns, int flags,
+                          struct ac_mutex **out, struct ac_err *err);
+void ac_mutex_release(struct ac_mutex *m);      /* NULL: nothing */
+int ac_chan_blob_write(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                       struct ac_err *err);
+int ac_chan_path_resolve(struct ac_chan *ch, const char *path, char *out, size_t outsz,
+                         int *is_dir, const char **why);
+void ac_chan_sweep(struct ac_chan *ch, int family);
+int ac_chan_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
+int ac_chan_dirfd(struct ac_chan *ch);     /* TRANSITIONAL, see chan_dirfd */
+
+/* ---- helpers ---- */
 
 void ac_file_free(struct ac_file *f);
 void ac_names_free(char **names, size_t n);
+void ac_listing_free(struct ac_listing *l);
+void ac_record_free(struct ac_record *r);
+void ac_recset_free(struct ac_recset *s);
 
 /* ---- generic message logic (store.c), backend independent ---- */
 
@@ -154,7 +377,7 @@ struct ac_inmsg {
     struct ac_fm fm;          /* points into text */
     int64_t mtime_sec;
     int incomplete;           /* empty or not newline-terminated (see wait.c) */
-    uint64_t truncated;       /* file size when only a prefix is shown, else 0 */
+    uint64_t truncated;       /* full size when only a prefix is shown, else 0 */
 };
 
 struct ac_skip {
@@ -165,15 +388,15 @@ struct ac_skip {
 struct ac_inbox {
     struct ac_inmsg *v;       /* messages shown, in seq order */
     size_t n;
-    uint64_t max_seq;         /* highest seq among all message files seen */
-    size_t count;             /* message files in the channel */
-    struct ac_skip *skipped;  /* files that could not be read */
+    uint64_t max_seq;         /* highest seq among all messages seen */
+    size_t count;             /* messages in the channel */
+    struct ac_skip *skipped;  /* messages that could not be read */
     size_t nskipped;
 };
 
 enum {
     AC_INBOX_ALL = 1,         /* no relevance filter (read --all, peek) */
-    AC_INBOX_NO_STAMP = 2     /* always list the directory */
+    AC_INBOX_NO_STAMP = 2     /* always list the messages */
 };
 
 /* Messages with seq > after that are relevant to `agent` (or all of them
@@ -181,7 +404,7 @@ enum {
 int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int flags,
                    struct ac_inbox *out, struct ac_err *err);
 
-/* The message file(s) whose seq is `seq`, any recipient, read and parsed:
+/* The message(s) whose seq is `seq`, any recipient, read and parsed:
  * normally one; none (out->n == 0) when there is no such message; two or
  * more only where a writer without our seq protocol made them. max_seq and
  * count describe the channel as the lookup saw it. */

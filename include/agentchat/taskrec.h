@@ -54,9 +54,18 @@ int ac_task_transition_ok(const char *from, const char *to);
 int ac_task_transition_error(const char *from, const char *to, struct ac_err *err);
 
 /* Validate a record read from `filename` ("<stem>.json") of `channel`;
- * chfd (the channel directory, or -1) resolves files_hint symlinks. */
-int ac_task_validate(const json_t *rec, const char *filename, const char *channel, int chfd,
-                     struct ac_err *err);
+ * files_hint paths resolve in ch's workspace (ac_chan_path_resolve), or
+ * only lexically when ch is NULL. */
+struct ac_chan;
+int ac_task_validate(const json_t *rec, const char *filename, const char *channel,
+                     struct ac_chan *ch, struct ac_err *err);
+
+/* Parse the bytes of record file `file` ("<id>.json") as JSON, not yet
+ * validated; data NULL means it could not be read (sys_errno says why).
+ * TASK_INVALID_RECORD "could not read task record <file>: ..." with the
+ * Python tool's wording. *out is a new reference. */
+int ac_task_parse(const char *file, const char *data, size_t len, int sys_errno, json_t **out,
+                  struct ac_err *err);
 
 /* The exact file bytes of a (valid) record. malloc'ed, or NULL (ENOMEM). */
 char *ac_task_encode(const json_t *rec, size_t *len);

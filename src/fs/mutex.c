@@ -8,11 +8,9 @@
 #include <unistd.h>
 
 #include "agentchat/clock.h"
-#include "agentchat/fault.h"
 #include "fsutil.h"
 
 #define RETRY_NS (10 * 1000000LL)
-#define DEADLINE_NS (10 * 1000000000LL)
 #define DIR_RETRY_NS (50 * 1000000LL)   /* a whole import may hold it */
 
 /* Open the lock file as a regular file, creating it if `create`. Where it
@@ -57,12 +55,9 @@ static int still_ours(int dirfd, const char *name, int fd)
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-static int acquire(int dirfd, const char *name, int create, struct ac_mutex *m)
+static int acquire(int dirfd, const char *name, int create, int64_t deadline, struct ac_flock *m)
 {
-    int64_t deadline = ac_clock_mono_ns() + DEADLINE_NS;
     m->fd = -1;
-    if (AC_FAULT("mutex.acquire") == -1)
-        return -1;
     for (;;) {
         int fd = open_lock(dirfd, name, create);
         if (fd == -1)
@@ -85,17 +80,18 @@ static int acquire(int dirfd, const char *name, int create, struct ac_mutex *m)
     }
 }
 
-int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m)
+int ac_flock_acquire(int dirfd, const char *name, int64_t deadline_ns, struct ac_flock *m)
 {
-    return acquire(dirfd, name, 1, m);
+    return acquire(dirfd, name, 1, deadline_ns, m);
 }
 
-int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m)
+int ac_flock_acquire_existing(int dirfd, const char *name, int64_t deadline_ns,
+                              struct ac_flock *m)
 {
-    return acquire(dirfd, name, 0, m);
+    return acquire(dirfd, name, 0, deadline_ns, m);
 }
 
-int ac_mutex_lock_dir(int dirfd, int wait, struct ac_mutex *m)
+int ac_flock_dir(int dirfd, int64_t deadline_ns, struct ac_flock *m)
 {
     int fd;
     m->fd = -1;
@@ -115,9 +111,13 @@ int ac_mutex_lock_dir(int dirfd, int wait, struct ac_mutex *m)
             errno = e;
             return -1;
         }
-        if (!wait) {
+        if (deadline_ns == 0) {
             close(fd);
             return AC_MUTEX_BUSY;
+        }
+        if (ac_clock_mono_ns() >= deadline_ns) {
+            close(fd);
+            return AC_MUTEX_TIMEOUT;
         }
         if (ac_clock_sleep_ns(DIR_RETRY_NS) == -1) {
             close(fd);
@@ -127,7 +127,7 @@ int ac_mutex_lock_dir(int dirfd, int wait, struct ac_mutex *m)
     }
 }
 
-void ac_mutex_release(struct ac_mutex *m)
+void ac_flock_release(struct ac_flock *m)
 {
     if (m->fd != -1) {
         close(m->fd);           /* closing the only descriptor drops the flock */

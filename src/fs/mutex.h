@@ -4,8 +4,11 @@
  *
  * `<channel>/_tasks.lock` and `<channel>/.path-locks.lock` are empty
  * regular files; the lock is flock(LOCK_EX|LOCK_NB) on them, retried every
- * 10 ms for up to 10 s, exactly as the Python tool takes them, so both tools
- * exclude each other. Readers take the same lock.
+ * 10 ms until the caller's deadline (10 s for every command, exactly as the
+ * Python tool takes them), so both tools exclude each other. Readers take
+ * the same lock. These are the named mutexes of the store interface
+ * (store.h, ac_chan_mutex_acquire); the wrapper reaches the fault point
+ * "mutex.acquire" before any of them.
  *
  * Why flock: classic fcntl locks are per process and vanish when any
  * descriptor of the file is closed (SQLite's essay in os_unix.c); flock
@@ -18,40 +21,45 @@
  * reading commands work on a read-only mount or another user's channel.
  *
  * Calling sequence:
- *     struct ac_mutex m;
- *     int rc = ac_mutex_acquire(chfd, "_tasks.lock", &m);  // 0, AC_MUTEX_TIMEOUT, -1
- *     ... mutate ...
- *     ac_mutex_release(&m);
+ *     struct ac_flock m;
+ *     int rc = ac_flock_acquire(chfd, "_tasks.lock", deadline, &m);
+ *     ... mutate ...                        // rc: 0, AC_MUTEX_TIMEOUT, -1
+ *     ac_flock_release(&m);
  */
 #ifndef AGENTCHAT_MUTEX_H
 #define AGENTCHAT_MUTEX_H
 
-#define AC_MUTEX_TIMEOUT 1
+#include <stdint.h>
 
-struct ac_mutex {
+#include "agentchat/store.h"   /* AC_MUTEX_TIMEOUT, AC_MUTEX_BUSY */
+
+/* One held flock: the file-system backend's struct ac_mutex. */
+struct ac_flock {
+    struct ac_mutex base;
     int fd;
 };
 
-/* 0 acquired; AC_MUTEX_TIMEOUT after 10 s of trying; -1 with errno on an
- * error (EINTR when interrupted, ELOOP/EINVAL for a lock path that is not a
- * regular file). */
-int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m);
+/* 0 acquired; AC_MUTEX_TIMEOUT when the CLOCK_MONOTONIC deadline passed
+ * while another held it; -1 with errno on an error (EINTR when
+ * interrupted, ELOOP/EINVAL for a lock path that is not a regular file). */
+int ac_flock_acquire(int dirfd, const char *name, int64_t deadline_ns, struct ac_flock *m);
 
 /* The same for a checker that must not change the folder (fsck): the lock
  * file is never created; -1 with ENOENT when it does not exist (then no
  * writer has ever used it... or one is creating it right now, which a
  * read-only check may ignore: every write it guards is atomic). */
-int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m);
+int ac_flock_acquire_existing(int dirfd, const char *name, int64_t deadline_ns,
+                              struct ac_flock *m);
 
 /* flock the directory dirfd itself (no lock file, so the folder format is
  * unchanged): the exclusion of one long-running writer per channel that
- * the Python tool has no counterpart for (`import`). Without `wait`,
- * AC_MUTEX_BUSY when another holds it; with it, retry until acquired.
+ * the Python tool has no counterpart for (`import`). With deadline 0,
+ * AC_MUTEX_BUSY when another holds it; else retry until acquired or the
+ * deadline passed (AC_MUTEX_TIMEOUT; INT64_MAX: forever).
  * -1 with errno on an error (EINTR when interrupted). */
-#define AC_MUTEX_BUSY 2
-int ac_mutex_lock_dir(int dirfd, int wait, struct ac_mutex *m);
+int ac_flock_dir(int dirfd, int64_t deadline_ns, struct ac_flock *m);
 
 /* Release (idempotent). */
-void ac_mutex_release(struct ac_mutex *m);
+void ac_flock_release(struct ac_flock *m);
 
 #endif

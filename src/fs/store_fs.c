@@ -5,7 +5,7 @@
  * reached through openat() with O_NOFOLLOW from the root descriptor, so a
  * symlink planted in the root or in a channel never leads outside.
  */
-#include "agentchat/store.h"
+#include "store_fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,13 +20,16 @@
 
 #include "agentchat/channel.h"
 #include "agentchat/clock.h"
+#include "agentchat/fault.h"
+#include "agentchat/fsck.h"
+#include "agentchat/slug.h"
 #include "cursor.h"
 #include "dirwatch.h"
-#include "agentchat/fault.h"
 #include "fsutil.h"
+#include "mutex.h"
 #include "scan.h"
 #include "seq.h"
-#include "agentchat/slug.h"
+#include "workspace.h"
 
 /* Scan stamp evidence (see scan.h). Our mkdir of _seq.lock observed within
  * PROOF_WINDOW_NS with distinct mtimes before and after shows fine-grained
@@ -39,11 +42,6 @@
 struct fs_store {
     struct ac_store base;
     int rootfd;               /* -1 until opened; the root may not exist */
-};
-
-struct fs_chan {
-    struct ac_chan base;
-    int fd;
 };
 
 static const struct ac_store_ops fs_ops;
@@ -474,9 +472,24 @@ fail:
 
 /* ---- cursors ---- */
 
-static int64_t fs_cursor_get(struct ac_chan *base, const char *agent)
+static int64_t fs_cursor_get(struct ac_chan *base, const char *agent, int64_t *mtime_us)
 {
-    return ac_cursor_get(fs_chan(base)->fd, agent);
+    int fd = fs_chan(base)->fd;
+    if (mtime_us) {
+        char slug[AC_SLUG_MAX + 1], name[AC_SLUG_MAX + 8];
+        struct stat st;
+        int cdir;
+        *mtime_us = 0;
+        ac_slugify(agent, strlen(agent), slug);
+        snprintf(name, sizeof name, "%s.txt", slug);
+        cdir = ac_open_dir_at(fd, AC_CURSOR_DIR);
+        if (cdir != -1) {
+            if (fstatat(cdir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                *mtime_us = (int64_t)st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
+            close(cdir);
+        }
+    }
+    return ac_cursor_get(fd, agent);
 }
 
 static int fs_cursor_set(struct ac_chan *base, const char *agent, int64_t value,
@@ -487,19 +500,70 @@ static int fs_cursor_set(struct ac_chan *base, const char *agent, int64_t value,
 
 /* ---- change notification (see dirwatch.h) ---- */
 
-static struct ac_watch *fs_watch_open(struct ac_chan *base)
+/* A watch of the channel directory (messages), or of .acks/<seq>/ and
+ * .cursors/ (receipts), which the watch creates so that there is something
+ * to watch before the first ack or cursor: one dirwatch over all of them,
+ * since they share the one dnotify signal. */
+struct ac_watch {
+    struct ac_dirwatch *dw;
+    int fds[2];               /* directories the watch opened (-1: none) */
+};
+
+static struct ac_watch *fs_watch_open(struct ac_chan *base, int what, uint64_t seq)
 {
-    return (struct ac_watch *)ac_dirwatch_open(fs_chan(base)->fd);
+    int fd = fs_chan(base)->fd, first;
+    struct ac_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->fds[0] = w->fds[1] = -1;
+    if (!(what & (AC_WATCH_ACKS | AC_WATCH_CURSORS))) {
+        w->dw = ac_dirwatch_open(fd);
+    } else {
+        if (what & AC_WATCH_ACKS) {
+            char name[32];
+            snprintf(name, sizeof name, "%" PRIu64 "/", seq);
+            w->fds[0] = ac_fs_family_dir(fd, AC_ACKS, name, 1, NULL);
+        }
+        if (what & AC_WATCH_CURSORS) {
+            if (ac_sys_mkdirat(fd, AC_CURSOR_DIR, 0755) == 0 || errno == EEXIST)
+                w->fds[1] = ac_open_dir_at(fd, AC_CURSOR_DIR);
+        }
+        /* No acks directory: poll (the acks are what the waiter needs). */
+        first = (what & AC_WATCH_ACKS) ? w->fds[0] : w->fds[1];
+        if (first != -1) {
+            w->dw = ac_dirwatch_open(first);
+            /* Half a watch would miss cursor moves: poll instead. */
+            if (w->dw && first == w->fds[0] && w->fds[1] != -1 &&
+                ac_dirwatch_add(w->dw, w->fds[1]) == -1) {
+                ac_dirwatch_close(w->dw);
+                w->dw = NULL;
+            }
+        }
+    }
+    if (!w->dw) {
+        if (w->fds[0] != -1)
+            close(w->fds[0]);
+        if (w->fds[1] != -1)
+            close(w->fds[1]);
+        free(w);
+        return NULL;
+    }
+    return w;
 }
 
 static int fs_watch_wait(struct ac_watch *w, int64_t timeout_ns)
 {
-    return ac_dirwatch_wait((struct ac_dirwatch *)w, timeout_ns);
+    return ac_dirwatch_wait(w->dw, timeout_ns);
 }
 
 static void fs_watch_close(struct ac_watch *w)
 {
-    ac_dirwatch_close((struct ac_dirwatch *)w);
+    ac_dirwatch_close(w->dw);
+    if (w->fds[0] != -1)
+        close(w->fds[0]);
+    if (w->fds[1] != -1)
+        close(w->fds[1]);
+    free(w);
 }
 
 /* ---- legacy marker claim ---- */
@@ -536,9 +600,88 @@ static int fs_chan_dirfd(struct ac_chan *base)
     return fs_chan(base)->fd;
 }
 
+/* ---- mutexes (mutex.h) ---- */
+
+static int fs_mutex_acquire(struct ac_chan *base, const char *name, int64_t deadline_ns, int flags,
+                            struct ac_mutex **out, struct ac_err *err)
+{
+    int fd = fs_chan(base)->fd, rc;
+    struct ac_flock *m = malloc(sizeof *m);
+    if (!m)
+        return ac_err_sys(err, ENOMEM, NULL, "could not lock %s", name ? name : base->name);
+    m->fd = -1;
+    if (!name)
+        rc = ac_flock_dir(fd, deadline_ns, m);
+    else if (flags & AC_MUTEX_EXISTING)
+        rc = ac_flock_acquire_existing(fd, name, deadline_ns, m);
+    else
+        rc = ac_flock_acquire(fd, name, deadline_ns, m);
+    if (rc != 0) {
+        int e = errno;
+        free(m);
+        if (rc == -1)
+            return ac_err_sys(err, e, NULL, "could not lock %s", name ? name : base->name);
+        return rc;              /* AC_MUTEX_TIMEOUT, AC_MUTEX_BUSY */
+    }
+    *out = &m->base;
+    return 0;
+}
+
+static void fs_mutex_release(struct ac_mutex *base)
+{
+    struct ac_flock *m = (struct ac_flock *)base;
+    ac_flock_release(m);
+    free(m);
+}
+
+/* ---- derived blobs ---- */
+
+static int fs_blob_write(struct ac_chan *base, const char *name, const char *data, size_t len,
+                         struct ac_err *err)
+{
+    char tag[64];
+    /* A plain file of the channel ("state.md"); its fault points are
+     * "<stem>.write", ... ("state.write"). */
+    if (!name[0] || name[0] == '.' || strchr(name, '/'))
+        return ac_err_sys(err, EINVAL, NULL, "could not write %s", name);
+    snprintf(tag, sizeof tag, "%.*s", (int)strcspn(name, "."), name);
+    if (ac_write_atomic(fs_chan(base)->fd, name, data, len, 0644, AC_ATOMIC_REPLACE, tag) == -1)
+        return ac_err_sys(err, errno, NULL, "could not write %s", name);
+    return 0;
+}
+
+/* ---- workspace paths (workspace.h) ---- */
+
+static int fs_path_resolve(struct ac_chan *base, const char *path, char *out, size_t outsz,
+                           int *is_dir, const char **why)
+{
+    return ac_relpath_resolve(fs_chan(base)->fd, path, out, outsz, is_dir, why);
+}
+
+/* ---- debris ---- */
+
+static void fs_sweep(struct ac_chan *base, int family)
+{
+    int fd;
+    if (family == AC_NFAMILIES) {
+        struct ac_err ignored = AC_ERR_INIT;
+        ac_seq_sweep(fs_chan(base)->fd, &ignored);
+        return;
+    }
+    /* With the family's mutex held, every temp in its directory belongs
+     * to a writer that died. */
+    fd = ac_open_dir_at(fs_chan(base)->fd, ac_fs_families[family].dir);
+    if (fd != -1) {
+        ac_sweep_temps(fd, 0);
+        close(fd);
+    }
+}
+
 static const struct ac_store_ops fs_ops = {
+    AC_STORE_VERSION,
     "fs",
     fs_destroy,
+    /* version 1 */
     fs_chan_names,
     fs_chan_open,
     fs_chan_create,
@@ -553,5 +696,16 @@ static const struct ac_store_ops fs_ops = {
     fs_watch_wait,
     fs_watch_close,
     fs_marker_claim,
+    /* version 2 */
+    ac_fs_rec_scan,
+    ac_fs_rec_read,
+    ac_fs_rec_create,
+    ac_fs_rec_where,
+    fs_mutex_acquire,
+    fs_mutex_release,
+    fs_blob_write,
+    fs_path_resolve,
+    fs_sweep,
+    ac_fsck_channel,          /* TRANSITIONAL: src/fsck.c until it moves here */
     fs_chan_dirfd,
 };

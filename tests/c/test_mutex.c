@@ -43,16 +43,16 @@ static int entries(const char *path)
 static void test_exclusion(const char *dir)
 {
     int fd = open_dir(dir);
-    struct ac_mutex a, b;
-    TAP_INT_EQ(ac_mutex_lock_dir(fd, 0, &a), 0, "the first lock is taken");
-    TAP_INT_EQ(ac_mutex_lock_dir(fd, 0, &b), AC_MUTEX_BUSY, "a second try is told busy");
+    struct ac_flock a, b;
+    TAP_INT_EQ(ac_flock_dir(fd, 0, &a), 0, "the first lock is taken");
+    TAP_INT_EQ(ac_flock_dir(fd, 0, &b), AC_MUTEX_BUSY, "a second try is told busy");
     TAP_INT_EQ(b.fd, -1, "  and holds nothing");
     TAP_INT_EQ(entries(dir), 0, "no lock file is added to the directory");
-    ac_mutex_release(&a);
-    ac_mutex_release(&a);
+    ac_flock_release(&a);
+    ac_flock_release(&a);
     TAP_INT_EQ(a.fd, -1, "release is idempotent");
-    TAP_INT_EQ(ac_mutex_lock_dir(fd, 0, &b), 0, "after the release the lock is free again");
-    ac_mutex_release(&b);
+    TAP_INT_EQ(ac_flock_dir(fd, 0, &b), 0, "after the release the lock is free again");
+    ac_flock_release(&b);
     close(fd);
 }
 
@@ -62,7 +62,7 @@ static void test_wait(const char *dir)
     int fd = open_dir(dir);
     int ready[2];
     char c;
-    struct ac_mutex m;
+    struct ac_flock m;
     pid_t pid;
     int status;
 
@@ -72,8 +72,8 @@ static void test_wait(const char *dir)
     if (pid == -1)
         t_bail("fork");
     if (pid == 0) {
-        struct ac_mutex held;
-        if (ac_mutex_lock_dir(fd, 0, &held) != 0)
+        struct ac_flock held;
+        if (ac_flock_dir(fd, 0, &held) != 0)
             _exit(1);
         if (write(ready[1], "x", 1) != 1)
             _exit(1);
@@ -84,11 +84,11 @@ static void test_wait(const char *dir)
     if (read(ready[0], &c, 1) != 1)
         t_bail("child did not take the lock");
     close(ready[0]);
-    TAP_INT_EQ(ac_mutex_lock_dir(fd, 0, &m), AC_MUTEX_BUSY, "busy while another process holds it");
-    TAP_INT_EQ(ac_mutex_lock_dir(fd, 1, &m), 0, "a waiter gets it once the holder exits");
+    TAP_INT_EQ(ac_flock_dir(fd, 0, &m), AC_MUTEX_BUSY, "busy while another process holds it");
+    TAP_INT_EQ(ac_flock_dir(fd, INT64_MAX, &m), 0, "a waiter gets it once the holder exits");
     waitpid(pid, &status, 0);
     TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the holder had the lock until it exited (exit 0)");
-    ac_mutex_release(&m);
+    ac_flock_release(&m);
     close(fd);
 }
 
@@ -96,29 +96,29 @@ static void test_wait(const char *dir)
 static void test_interrupted(const char *dir)
 {
     int fd = open_dir(dir);
-    struct ac_mutex held, m;
-    if (ac_mutex_lock_dir(fd, 0, &held) != 0)
+    struct ac_flock held, m;
+    if (ac_flock_dir(fd, 0, &held) != 0)
         t_bail("lock");
     ac_clock_clear_interrupt();
     raise(SIGINT);
     errno = 0;
-    TAP_INT_EQ(ac_mutex_lock_dir(fd, 1, &m), -1, "an interrupt ends the wait");
+    TAP_INT_EQ(ac_flock_dir(fd, INT64_MAX, &m), -1, "an interrupt ends the wait");
     TAP_INT_EQ(errno, EINTR, "  with EINTR");
     TAP_INT_EQ(m.fd, -1, "  holding nothing");
     ac_clock_clear_interrupt();
-    ac_mutex_release(&held);
+    ac_flock_release(&held);
     close(fd);
 }
 
 static void test_not_a_directory(const char *dir)
 {
     int fd = open_dir(dir);
-    struct ac_mutex m;
+    struct ac_flock m;
     t_write(t_path("%s/file", dir), "x");
     {
         int ffd = openat(fd, "file", O_RDONLY | O_CLOEXEC);
         errno = 0;
-        TAP_INT_EQ(ac_mutex_lock_dir(ffd, 0, &m), -1, "a descriptor of a file is refused");
+        TAP_INT_EQ(ac_flock_dir(ffd, 0, &m), -1, "a descriptor of a file is refused");
         TAP_INT_EQ(errno, ENOTDIR, "  with ENOTDIR");
         close(ffd);
     }

@@ -301,10 +301,10 @@ static struct ac_chan *make_chan(const char *name)
     struct ac_chan *ch = NULL;
     size_t len;
     char *meta = ac_meta_compose(name, NULL, 0, "", "2026-11-30T05:01:22+00:00", &len);
-    if (!meta || st->ops->chan_create(st, name, meta, len, &err) == -1)
+    if (!meta || ac_store_chan_create(st, name, meta, len, &err) == -1)
         t_bail("chan_create %s: %s", name, err.msg);
     free(meta);
-    if (st->ops->chan_open(st, name, &ch, &err) == -1)
+    if (ac_store_chan_open(st, name, &ch, &err) == -1)
         t_bail("chan_open %s: %s", name, err.msg);
     return ch;
 }
@@ -419,7 +419,7 @@ static void test_lock_ops(void)
     TAP_OK(ac_pathlock_unlock(ch, rec2.lock_id, "bob", NULL, &err) == 0, "unlock by id");
     TAP_INT_EQ(messages("ops"), 4, "four audit messages");
     ac_lockrec_free(&rec2);
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 static void test_expiry(void)
@@ -464,7 +464,7 @@ static void test_expiry(void)
     free(before);
     TAP_OK(lock1(ch, "old/file", "erin", 300, &rec, &err) == -1 &&
            strcmp(err.code, "PATH_LOCK_CONFLICT") == 0, "the recovered lock conflicts as active");
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 static void test_crafted(void)
@@ -502,7 +502,7 @@ static void test_crafted(void)
            strstr(err.msg, "could not read lock record d.json: [Errno 21] Is a directory: '") ==
                err.msg, "a directory named like a record: %s", err.msg);
     rmdir(chan_path("cr", "locks/d.json"));
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* ------------------------------------------------------------ journals */
@@ -673,7 +673,7 @@ static void test_journals(void)
     TAP_OK(ac_pathlock_recover_pending(ch, "bob", AC_RESOLVE_ROLLBACK, &info, &err) == 0 &&
            t_exists(t_path("%s/lj/locks/%s.json", root, ID)), "rollback keeps the record");
     free(rec_bytes);
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 int main(void)

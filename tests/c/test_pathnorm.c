@@ -16,6 +16,7 @@
 
 #include "agentchat/err.h"
 #include "agentchat/pathnorm.h"
+#include "fs/workspace.h"
 #include "tap.h"
 #include "tutil.h"
 

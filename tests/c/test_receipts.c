@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/cursor.h"
 #include "fs/dirwatch.h"
 #include "agentchat/receipts.h"
 #include "agentchat/store.h"
@@ -29,6 +28,7 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static char *root;
+static struct ac_store *store;
 
 static int open_dir(const char *path)
 {
@@ -44,16 +44,21 @@ static void nap_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* A fresh channel directory (only what receipts need: none of it). */
-static int new_channel(const char *name)
+/* A fresh channel (receipts need only its directory and _meta.json). */
+static struct ac_chan *new_channel(const char *name)
 {
+    struct ac_err err = AC_ERR_INIT;
+    struct ac_chan *ch;
     t_mkdir(t_path("%s/%s", root, name));
-    return open_dir(t_path("%s/%s", root, name));
+    t_write(t_path("%s/%s/_meta.json", root, name), "{}");
+    if (ac_store_chan_open(store, name, &ch, &err) == -1)
+        t_bail("open channel %s: %s", name, err.msg);
+    return ch;
 }
 
 /* Fork a child that, after `ms`, acks `seq` as `agent` (or, with a
  * cursor value > 0, sets the agent's cursor to it). Returns its pid. */
-static pid_t later(int chfd, long ms, uint64_t seq, const char *agent, int64_t cursor)
+static pid_t later(struct ac_chan *ch, long ms, uint64_t seq, const char *agent, int64_t cursor)
 {
     pid_t pid;
     pid = t_fork();
@@ -61,8 +66,8 @@ static pid_t later(int chfd, long ms, uint64_t seq, const char *agent, int64_t c
         struct ac_err err = AC_ERR_INIT;
         nap_ms(ms);
         if (cursor > 0)
-            _exit(ac_cursor_set(chfd, agent, cursor, &err) == 0 ? 0 : 1);
-        _exit(ac_ack_write(chfd, seq, agent, "{}\n", 3, &err) == 1 ? 0 : 1);
+            _exit(ac_chan_cursor_set(ch, agent, cursor, &err) == 0 ? 0 : 1);
+        _exit(ac_ack_write(ch, seq, agent, "{}\n", 3, &err) == 1 ? 0 : 1);
     }
     return pid;
 }
@@ -108,7 +113,7 @@ static void test_agent_names(void)
 
 static void test_write_read_list(void)
 {
-    int ch = new_channel("store");
+    struct ac_chan *ch = new_channel("store");
     struct ac_err err = AC_ERR_INIT;
     char *data = NULL, **names = NULL;
     size_t len = 0, n = 0;
@@ -154,34 +159,34 @@ static void test_write_read_list(void)
 
     /* A symlinked .acks is never followed out of the channel. */
     {
-        int ch2 = new_channel("linked");
+        struct ac_chan *ch2 = new_channel("linked");
         t_mkdir(t_path("%s/outside", root));
         if (symlink(t_path("%s/outside", root), t_path("%s/linked/.acks", root)) == -1)
             t_bail("symlink");
         err = (struct ac_err)AC_ERR_INIT;
         TAP_INT_EQ(ac_ack_write(ch2, 1, "bob", "x\n", 2, &err), -1, "a symlinked .acks is refused");
         TAP_OK(stat(t_path("%s/outside/1", root), &st) == -1, "  and nothing lands outside");
-        close(ch2);
+        ac_chan_close(ch2);
     }
-    close(ch);
+    ac_chan_close(ch);
 }
 
 static void test_cursor(void)
 {
-    int ch = new_channel("cur");
+    struct ac_chan *ch = new_channel("cur");
     struct ac_err err = AC_ERR_INIT;
     int64_t mtime = -1;
-    TAP_INT_EQ(ac_receipt_cursor(ch, "bob", &mtime), 0, "a missing cursor is 0");
+    TAP_INT_EQ(ac_chan_cursor_get(ch, "bob", &mtime), 0, "a missing cursor is 0");
     TAP_INT_EQ(mtime, 0, "  with no time");
-    ac_cursor_set(ch, "Bob", 4, &err);
-    TAP_INT_EQ(ac_receipt_cursor(ch, "bob", &mtime), 4, "cursors are shared by slug (Bob, bob)");
+    ac_chan_cursor_set(ch, "Bob", 4, &err);
+    TAP_INT_EQ(ac_chan_cursor_get(ch, "bob", &mtime), 4, "cursors are shared by slug (Bob, bob)");
     TAP_OK(mtime > 0, "  with the file's time");
-    close(ch);
+    ac_chan_close(ch);
 }
 
 static void test_wait(void)
 {
-    int ch = new_channel("wait");
+    struct ac_chan *ch = new_channel("wait");
     const char *trio[] = { "bob", "carol", "dave" };
     unsigned char reached[3];
     struct ac_err err = AC_ERR_INIT;
@@ -192,7 +197,7 @@ static void test_wait(void)
                "waiting for three acks with one present times out");
     TAP_OK(reached[0] == 1 && reached[1] == 0 && reached[2] == 0, "  and says who acked (bob only)");
 
-    ac_cursor_set(ch, "carol", 3, &err);
+    ac_chan_cursor_set(ch, "carol", 3, &err);
     TAP_INT_EQ(ac_receipts_wait(ch, 3, trio, 3, AC_RECEIPT_READ, 0, 0.01, reached, &err), 1,
                "read: dave has neither read nor acked");
     TAP_OK(reached[0] == 1 && reached[1] == 1 && reached[2] == 0,
@@ -240,7 +245,7 @@ static void test_wait(void)
                    "a name that can never ack fails before waiting");
         TAP_STR_EQ(err.code, "RECEIPT_INVALID_AGENT", "  with RECEIPT_INVALID_AGENT");
     }
-    close(ch);
+    ac_chan_close(ch);
 }
 
 /* One watch over several directories: a change in any of them wakes it. */
@@ -287,6 +292,12 @@ int main(void)
 {
     setenv("AGENT_CHAT_TEST_FSYNC", "0", 1);
     root = t_mkdtemp("receipts");
+    {
+        struct ac_err err = AC_ERR_INIT;
+        store = ac_store_open_fs(root, &err);
+        if (!store)
+            t_bail("open store: %s", err.msg);
+    }
     errno = 0;
     TAP_INT_EQ(ac_dirwatch_add(NULL, 0), -1, "adding to no watch fails");
     TAP_INT_EQ(errno, EINVAL, "  with EINVAL");
@@ -296,6 +307,7 @@ int main(void)
     test_wait();
     test_dirwatch_add("dnotify");
     test_dirwatch_add("inotify");
+    ac_store_close(store);
     t_rm_rf(root);
     free(root);
     return tap_done();

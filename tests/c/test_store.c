@@ -53,7 +53,7 @@ static void create_chan(const char *name)
     struct ac_err err = AC_ERR_INIT;
     size_t len;
     char *meta = meta_for(name, &len);
-    if (st->ops->chan_create(st, name, meta, len, &err) == -1)
+    if (ac_store_chan_create(st, name, meta, len, &err) == -1)
         t_bail("chan_create %s: %s", name, err.msg);
     free(meta);
 }
@@ -62,7 +62,7 @@ static struct ac_chan *open_chan(const char *name)
 {
     struct ac_err err = AC_ERR_INIT;
     struct ac_chan *ch = NULL;
-    if (st->ops->chan_open(st, name, &ch, &err) == -1)
+    if (ac_store_chan_open(st, name, &ch, &err) == -1)
         t_bail("chan_open %s: %s", name, err.msg);
     return ch;
 }
@@ -83,7 +83,7 @@ static uint64_t post_full(struct ac_chan *ch, const char *from, const char *to,
     req.body_len = strlen(body);
     if (!res)
         res = &r;
-    if (ch->store->ops->msg_post(ch, &req, res, &err) == -1) {
+    if (ac_chan_msg_post(ch, &req, res, &err) == -1) {
         printf("# msg_post failed: %s: %s\n", err.code, err.msg);
         return 0;
     }
@@ -129,7 +129,7 @@ static const char *listing_names(const struct ac_listing *l)
 static int list(struct ac_chan *ch, int64_t after, int use_stamp, struct ac_listing *l)
 {
     struct ac_err err = AC_ERR_INIT;
-    int rc = ch->store->ops->msg_list(ch, after, use_stamp, l, &err);
+    int rc = ac_chan_msg_list(ch, after, use_stamp, l, &err);
     if (rc == -1) {
         printf("# msg_list failed: %s\n", err.msg);
         memset(l, 0, sizeof *l);
@@ -161,18 +161,18 @@ static void test_channels(void)
     int rc;
 
     TAP_STR_EQ(st->ops->name, "fs", "the backend is fs");
-    rc = st->ops->chan_names(st, &names, &n, &err);
+    rc = ac_store_channels(st, &names, &n, &err);
     TAP_OK(rc == 0 && n == 0, "a root that does not exist has no channels");
     ac_names_free(names, n);
 
-    rc = st->ops->chan_open(st, "demo", &ch, &err);
+    rc = ac_store_chan_open(st, "demo", &ch, &err);
     TAP_OK(rc == -1 && err.code && strcmp(err.code, "CHANNEL_NOT_FOUND") == 0 &&
            err.exit_code == 1, "open in a missing root: CHANNEL_NOT_FOUND, exit 1");
     TAP_STR_EQ(err.msg, t_path("channel 'demo' not found under %s (run: init demo)", root),
                "not-found message");
 
     meta = meta_for("demo", &len);
-    rc = st->ops->chan_create(st, "demo", meta, len, &err);
+    rc = ac_store_chan_create(st, "demo", meta, len, &err);
     TAP_INT_EQ(rc, 0, "create demo (the root is created too)");
     got = t_read(chan_path("demo", "_meta.json"), NULL);
     TAP_STR_EQ(got, meta, "_meta.json holds exactly the given bytes");
@@ -180,21 +180,21 @@ static void test_channels(void)
     TAP_INT_EQ(t_count_temps(t_path("%s/demo", root)), 0, "no temp left by create");
 
     memset(&err, 0, sizeof err);
-    rc = st->ops->chan_create(st, "demo", meta, len, &err);
+    rc = ac_store_chan_create(st, "demo", meta, len, &err);
     TAP_OK(rc == -1 && err.code && strcmp(err.code, "CHANNEL_EXISTS") == 0 && err.exit_code == 1,
            "create it again: CHANNEL_EXISTS, exit 1");
     TAP_STR_EQ(err.msg, "channel 'demo' already exists", "exists message");
 
-    rc = st->ops->chan_open(st, "demo", &ch, &err);
+    rc = ac_store_chan_open(st, "demo", &ch, &err);
     TAP_OK(rc == 0 && ch && strcmp(ch->name, "demo") == 0, "open demo");
-    rc = st->ops->meta_read(ch, &f, &err);
+    rc = ac_chan_meta_read(ch, &f, &err);
     TAP_OK(rc == 0 && f.len == len && memcmp(f.data, meta, len) == 0, "meta_read gives the bytes");
     ac_file_free(&f);
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 
     /* A directory without _meta.json is not a channel, but can be made one. */
     t_mkdir(t_path("%s/nometa", root));
-    rc = st->ops->chan_open(st, "nometa", &ch, &err);
+    rc = ac_store_chan_open(st, "nometa", &ch, &err);
     TAP_OK(rc == -1 && strcmp(err.code, "CHANNEL_NOT_FOUND") == 0,
            "a directory without _meta.json is not found");
     /* Hidden and symlinked directories, plain files: never channels. */
@@ -203,35 +203,35 @@ static void test_channels(void)
     t_write(t_path("%s/file", root), "x");
     if (symlink("demo", t_path("%s/alias", root)) == -1)
         t_bail("symlink");
-    rc = st->ops->chan_open(st, "alias", &ch, &err);
+    rc = ac_store_chan_open(st, "alias", &ch, &err);
     TAP_OK(rc == -1 && strcmp(err.code, "CHANNEL_NOT_FOUND") == 0,
            "a symlinked channel directory is not followed");
-    rc = st->ops->chan_open(st, "file", &ch, &err);
+    rc = ac_store_chan_open(st, "file", &ch, &err);
     TAP_OK(rc == -1 && strcmp(err.code, "CHANNEL_NOT_FOUND") == 0, "a plain file is not found");
 
     /* Ordinary odd names are channels (SPEC 3.1). */
     create_chan("odd name");
     create_chan("say\"hi\"");
     create_chan("\xc3\xbcn\xc3\xaf");
-    rc = st->ops->chan_open(st, "odd name", &ch, &err);
+    rc = ac_store_chan_open(st, "odd name", &ch, &err);
     TAP_INT_EQ(rc, 0, "'odd name' is an ordinary channel");
     if (rc == 0)
-        st->ops->chan_close(ch);
+        ac_chan_close(ch);
 
-    rc = st->ops->chan_create(st, "nometa", meta, len, &err);
+    rc = ac_store_chan_create(st, "nometa", meta, len, &err);
     TAP_INT_EQ(rc, 0, "create over an existing directory without _meta.json");
 
     /* _meta.json as a dangling symlink counts as existing. */
     t_mkdir(t_path("%s/linked", root));
     if (symlink("/nonexistent", t_path("%s/linked/_meta.json", root)) == -1)
         t_bail("symlink");
-    rc = st->ops->chan_create(st, "linked", meta, len, &err);
+    rc = ac_store_chan_create(st, "linked", meta, len, &err);
     TAP_OK(rc == -1 && strcmp(err.code, "CHANNEL_EXISTS") == 0,
            "a _meta.json symlink is never replaced");
     free(meta);
 
     names = NULL;
-    rc = st->ops->chan_names(st, &names, &n, &err);
+    rc = ac_store_channels(st, &names, &n, &err);
     TAP_OK(rc == 0 && n == 5, "chan_names lists 5 channels (got %zu)", n);
     if (rc == 0 && n == 5) {
         TAP_OK(strcmp(names[0], "demo") == 0 && strcmp(names[1], "nometa") == 0 &&
@@ -269,8 +269,8 @@ static void test_invalid_names(void)
     for (i = 0; i < COUNT(cases); i++) {
         struct ac_err err = AC_ERR_INIT, err2 = AC_ERR_INIT;
         struct ac_chan *ch = NULL;
-        int rc1 = st->ops->chan_open(st, cases[i].name, &ch, &err);
-        int rc2 = st->ops->chan_create(st, cases[i].name, meta, len, &err2);
+        int rc1 = ac_store_chan_open(st, cases[i].name, &ch, &err);
+        int rc2 = ac_store_chan_create(st, cases[i].name, meta, len, &err2);
         TAP_OK(rc1 == -1 && rc2 == -1 && err.code && strcmp(err.code, "CHANNEL_INVALID_NAME") == 0 &&
                err2.code && strcmp(err2.code, "CHANNEL_INVALID_NAME") == 0 && err.exit_code == 1,
                "name %zu: open and create refuse it (CHANNEL_INVALID_NAME)", i);
@@ -294,7 +294,7 @@ static void test_invalid_names(void)
     {
         struct ac_err err = AC_ERR_INIT;
         struct ac_chan *ch = NULL;
-        TAP_OK(st->ops->chan_open(st, longname, &ch, &err) == -1 &&
+        TAP_OK(ac_store_chan_open(st, longname, &ch, &err) == -1 &&
                strcmp(err.code, "CHANNEL_INVALID_NAME") == 0, "a 300-byte name is refused");
         longname[255] = '\0';
         TAP_OK(ac_channel_name_check(longname, &err) == 0, "a 255-byte name is allowed");
@@ -372,7 +372,7 @@ static void test_post(void)
     req.status = "";
     req.body = "";
     req.reply_to = "1";
-    TAP_OK(st->ops->msg_post(ch, &req, &res, &err) == 0 && res.seq == 3, "third post is #3");
+    TAP_OK(ac_chan_msg_post(ch, &req, &res, &err) == 0 && res.seq == 3, "third post is #3");
     text = t_read(t_path("%s/0003-carol-re.md", dir), NULL);
     TAP_OK(text && strstr(text, "\nto: all\nreply_to: 1\nchannel: demo\n") &&
            strlen(text) > 5 && strcmp(text + strlen(text) - 5, "---\n\n") == 0,
@@ -417,7 +417,7 @@ static void test_post(void)
               "Ünïcødé 日本語 title", "x", &res);
     TAP_STR_EQ(res.name, "0018-a-very-long-sender-name-that-goes-on-and-n-c-d-title.md",
                "sender slug cut at 40, title slug of SPEC 3.3");
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* Several processes posting at once never share a seq. */
@@ -443,14 +443,14 @@ static void test_concurrent_posts(void)
             struct ac_chan *c2 = NULL;
             int j, bad = 0;
             char from[16];
-            if (!s2 || s2->ops->chan_open(s2, "race", &c2, &err) == -1)
+            if (!s2 || ac_store_chan_open(s2, "race", &c2, &err) == -1)
                 _exit(2);
             st = s2;
             snprintf(from, sizeof from, "p%d", i);
             for (j = 0; j < EACH; j++)
                 if (post(c2, from, "all", "race") == 0)
                     bad = 1;
-            s2->ops->chan_close(c2);
+            ac_chan_close(c2);
             ac_store_close(s2);
             _exit(bad);
         }
@@ -474,7 +474,7 @@ static void test_concurrent_posts(void)
     free(high);
     TAP_OK(t_count_temps(dir) == 0 && t_count(dir, ".seqres-", "") == 0 &&
            !t_exists(t_path("%s/_seq.lock", dir)), "nothing left behind by the race");
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* ---- listing ---- */
@@ -504,7 +504,7 @@ static void test_numeric_order(void)
     TAP_STR_EQ(listing_seqs(&l), "10000,10001,10002,10003", "listing after 9999");
     TAP_INT_EQ(l.count, 6, "count still covers every message file");
     ac_listing_free(&l);
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 
     /* Same seq under several names: sorted by name; last_name is the
      * greatest name with the highest seq. Non-messages are ignored; like
@@ -531,7 +531,7 @@ static void test_numeric_order(void)
            strcmp(l.last_name, "10-link.md") == 0,
            "max_seq 10, count 6, last_name 10-link.md");
     ac_listing_free(&l);
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 static void test_parse_name(void)
@@ -688,7 +688,7 @@ static void test_inbox(void)
            strcmp(in.v[0].text, "---\nfrom: zed\nto: bob\n---\nbad \xef\xbf\xbd byte\n") == 0,
            "a CRLF file with an invalid byte is normalised and relevant");
     ac_inbox_free(&in);
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* ---- cursors ---- */
@@ -710,31 +710,31 @@ static void test_cursors(void)
     char *got;
     size_t i;
 
-    TAP_INT_EQ(st->ops->cursor_get(ch, "bob"), 0, "a missing cursor reads as 0");
-    TAP_INT_EQ(st->ops->cursor_set(ch, "bob", 5, &err), 0, "set bob's cursor to 5");
+    TAP_INT_EQ(ac_chan_cursor_get(ch, "bob", NULL), 0, "a missing cursor reads as 0");
+    TAP_INT_EQ(ac_chan_cursor_set(ch, "bob", 5, &err), 0, "set bob's cursor to 5");
     got = t_read(bobf, NULL);
     TAP_STR_EQ(got, "5", ".cursors/bob.txt holds \"5\" without newline");
     free(got);
-    TAP_INT_EQ(st->ops->cursor_get(ch, "bob"), 5, "read it back");
+    TAP_INT_EQ(ac_chan_cursor_get(ch, "bob", NULL), 5, "read it back");
     stat(bobf, &s1);
-    st->ops->cursor_set(ch, "bob", 5, &err);
+    ac_chan_cursor_set(ch, "bob", 5, &err);
     stat(bobf, &s2);
     TAP_OK(s1.st_ino == s2.st_ino, "setting the same value does not rewrite the file");
-    st->ops->cursor_set(ch, "bob", 6, &err);
+    ac_chan_cursor_set(ch, "bob", 6, &err);
     stat(bobf, &s2);
     TAP_OK(s1.st_ino != s2.st_ino, "a new value is published atomically (new inode)");
     TAP_INT_EQ(t_count_temps(cdir), 0, "no temp left in .cursors");
 
-    TAP_INT_EQ(st->ops->cursor_get(ch, "Bob"), 6, "Bob and bob share a cursor (slug)");
-    st->ops->cursor_set(ch, "Claude_1", 9, &err);
-    TAP_INT_EQ(st->ops->cursor_get(ch, "claude-1"), 9, "Claude_1 and claude-1 share a cursor");
+    TAP_INT_EQ(ac_chan_cursor_get(ch, "Bob", NULL), 6, "Bob and bob share a cursor (slug)");
+    ac_chan_cursor_set(ch, "Claude_1", 9, &err);
+    TAP_INT_EQ(ac_chan_cursor_get(ch, "claude-1", NULL), 9, "Claude_1 and claude-1 share a cursor");
     TAP_OK(t_exists(t_path("%s/claude-1.txt", cdir)), "stored as .cursors/claude-1.txt");
-    st->ops->cursor_set(ch, "!!!", 1, &err);
+    ac_chan_cursor_set(ch, "!!!", 1, &err);
     TAP_OK(t_exists(t_path("%s/msg.txt", cdir)), "an agent that slugs to nothing uses msg.txt");
 
     for (i = 0; i < COUNT(cases); i++) {
         t_write(bobf, cases[i].text);
-        TAP_INT_EQ(st->ops->cursor_get(ch, "bob"), cases[i].want, "cursor file \"%s\"",
+        TAP_INT_EQ(ac_chan_cursor_get(ch, "bob", NULL), cases[i].want, "cursor file \"%s\"",
                    cases[i].shown);
     }
 
@@ -743,19 +743,19 @@ static void test_cursors(void)
     unlink(bobf);
     if (symlink(t_path("%s/outside.txt", tmp), bobf) == -1)
         t_bail("symlink");
-    TAP_INT_EQ(st->ops->cursor_get(ch, "bob"), 0, "a symlinked cursor file reads as 0");
+    TAP_INT_EQ(ac_chan_cursor_get(ch, "bob", NULL), 0, "a symlinked cursor file reads as 0");
     unlink(bobf);
     t_rm_rf(cdir);
     t_mkdir(t_path("%s/elsewhere", tmp));
     if (symlink(t_path("%s/elsewhere", tmp), cdir) == -1)
         t_bail("symlink");
     memset(&err, 0, sizeof err);
-    TAP_OK(st->ops->cursor_set(ch, "bob", 3, &err) == -1 && err.code &&
+    TAP_OK(ac_chan_cursor_set(ch, "bob", 3, &err) == -1 && err.code &&
            strcmp(err.code, "IO_ERROR") == 0, "a symlinked .cursors is refused (IO_ERROR)");
     TAP_INT_EQ(t_count(t_path("%s/elsewhere", tmp), "", ""), 0,
                "nothing was written through the symlink");
     unlink(cdir);
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* ---- scan stamp ---- */
@@ -854,7 +854,7 @@ static void test_stamp(void)
 
     /* The next post counts every file, whatever the stamp says. */
     TAP_INT_EQ(post(ch, "alice", "all", "last"), 46, "the next post after #45 is #46");
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* ---- fault injection on a post ----
@@ -871,7 +871,7 @@ static int post_child(char **argv)
     struct ac_post_result res;
     int rc;
 
-    if (!s2 || s2->ops->chan_open(s2, argv[3], &c2, &err) == -1)
+    if (!s2 || ac_store_chan_open(s2, argv[3], &c2, &err) == -1)
         return 2;
     memset(&req, 0, sizeof req);
     req.from = "f";
@@ -880,9 +880,9 @@ static int post_child(char **argv)
     req.status = "";
     req.body = "x";
     req.body_len = 1;
-    rc = s2->ops->msg_post(c2, &req, &res, &err) == 0 ? 0
+    rc = ac_chan_msg_post(c2, &req, &res, &err) == 0 ? 0
          : err.sys_errno == EIO ? 5 : err.sys_errno == ENOSPC ? 28 : 1;
-    s2->ops->chan_close(c2);
+    ac_chan_close(c2);
     ac_store_close(s2);
     return rc;
 }
@@ -922,6 +922,7 @@ static size_t count_msgs(struct ac_chan *ch, uint64_t *max, int *dups)
 static void test_post_faults(void)
 {
     static const struct { const char *fault; int want_exit; int published; } cases[] = {
+        { "store.msg_post", 5, 0 },       /* the store wrapper's, every backend's */
         { "seq.lock", 5, 0 },
         { "post.seqhigh.write", 5, 0 },
         { "post.seqhigh.fsync", 5, 0 },
@@ -950,7 +951,7 @@ static void test_post_faults(void)
     status = run_post_child("faults", "", log);
     text = t_read(log, NULL);
     TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a post in a child process");
-    TAP_STR_EQ(text, "seq.lock\npost.seqhigh.write\npost.seqhigh.fsync\npost.seqhigh.publish\n"
+    TAP_STR_EQ(text, "store.msg_post\nseq.lock\npost.seqhigh.write\npost.seqhigh.fsync\npost.seqhigh.publish\n"
                "post.message.write\npost.message.fsync\npost.message.publish\npost.dirsync\n"
                "post.unlock\n", "the fault points of a post, in order");
     free(text);
@@ -1001,7 +1002,7 @@ static void test_post_faults(void)
     TAP_OK(post(ch, "alice", "all", "after crash") == prev_max + 2,
            "crash: once the lock is stale the next post skips the crashed seq");
     TAP_INT_EQ(count_msgs(ch, &max, &dups), before + 1, "crash: exactly one more message");
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* ---- legacy marker claim ---- */
@@ -1011,7 +1012,7 @@ static int claim(struct ac_chan *ch, const char *marker, const char *agent, char
 {
     memset(err, 0, sizeof *err);
     dest[0] = '\0';
-    return ch->store->ops->marker_claim(ch, marker, agent, dest, 256, err);
+    return ac_chan_marker_claim(ch, marker, agent, dest, 256, err);
 }
 
 static void test_claim(void)
@@ -1053,7 +1054,7 @@ static void test_claim(void)
     TAP_OK(rc == -1 && err.exit_code == 3 && t_exists(t_path("%s/task-9.md", dir)),
            "a symlink is not a marker");
     TAP_OK(!t_exists(t_path("%s/_seq.lock", dir)), "the seq lock is released after every claim");
-    st->ops->chan_close(ch);
+    ac_chan_close(ch);
 }
 
 /* ---- change notification ---- */
@@ -1061,18 +1062,18 @@ static void test_claim(void)
 static void test_watch(void)
 {
     struct ac_chan *ch = open_chan("inbox");
-    struct ac_watch *w = st->ops->watch_open(ch);
+    struct ac_watch *w = ac_chan_watch_open(ch, AC_WATCH_MESSAGES, 0);
     if (!w) {
         TAP_OK(1, "watch # SKIP inotify unavailable");
-        st->ops->chan_close(ch);
+        ac_chan_close(ch);
         return;
     }
-    TAP_INT_EQ(st->ops->watch_wait(w, 20 * 1000000LL), 0, "nothing happens: timeout");
+    TAP_INT_EQ(ac_chan_watch_wait(ch, w, 20 * 1000000LL), 0, "nothing happens: timeout");
     /* Any change may wake the watch (dnotify has no names); callers rescan. */
     hand_msg("inbox", "11-new.md", "alice", "bob");
-    TAP_INT_EQ(st->ops->watch_wait(w, 1000 * 1000000LL), 1, "a new message file wakes the watch");
-    st->ops->watch_close(w);
-    st->ops->chan_close(ch);
+    TAP_INT_EQ(ac_chan_watch_wait(ch, w, 1000 * 1000000LL), 1, "a new message file wakes the watch");
+    ac_chan_watch_close(ch, w);
+    ac_chan_close(ch);
 }
 
 int main(int argc, char **argv)

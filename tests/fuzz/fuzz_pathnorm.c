@@ -29,8 +29,11 @@
 
 #include "agentchat/pathlock.h"
 #include "agentchat/pathnorm.h"
+#include "agentchat/store.h"
+#include "fs/workspace.h"
 
 static int chfd = -1;
+static struct ac_chan *chan;            /* the same directory as a store channel */
 
 static void mk(const char *base, const char *rel, int dir)
 {
@@ -83,8 +86,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(abs, sizeof abs, "%s/docs", ch);
     ln(ch, "abs", abs);                  /* absolute, inside */
     ln(ch, "abs_out", "/");              /* absolute, outside */
+    mk(ch, "_meta.json", 0);
     chfd = open(ch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     FUZZ_CHECK(chfd >= 0, "open %s", ch);
+    {
+        struct ac_err err = AC_ERR_INIT;
+        char root[600];
+        struct ac_store *st;
+        snprintf(root, sizeof root, "%s/root", base);
+        st = ac_store_open_fs(root, &err);
+        FUZZ_CHECK(st && ac_store_chan_open(st, "ch", &chan, &err) == 0, "open channel: %s", err.msg);
+    }
     return 0;
 }
 
@@ -168,7 +180,7 @@ static char *check_path(const char *path)
                    "'%s' -> '%s' -> '%s' (%s)", path, out, why2 ? "(failed)" : again,
                    why2 ? why2 : "");
     }
-    if (ac_pathlock_normalize(chfd, path, &lp, &err) == 0) {
+    if (ac_pathlock_normalize(chan, path, &lp, &err) == 0) {
         FUZZ_CHECK(rc == 0 && strcmp(lp.normalized, out) == 0 && lp.is_dir == is_dir,
                    "normalize and resolve disagree on '%s'", path);
         free(lp.display);

@@ -39,7 +39,7 @@ static void check_record(json_t *rec, const char *channel)
     size_t len, len2;
 
     record_name(rec, name, sizeof name);
-    if (ac_task_validate(rec, name, channel, -1, &err) == -1) {
+    if (ac_task_validate(rec, name, channel, NULL, &err) == -1) {
         FUZZ_CHECK(err.code && strncmp(err.code, "TASK_", 5) == 0 && err.msg[0],
                    "validation failed without a TASK_ code: %s", err.code ? err.code : "(null)");
         return;
@@ -54,7 +54,7 @@ static void check_record(json_t *rec, const char *channel)
     FUZZ_CHECK(enc != NULL, "a valid record does not encode");
     again = ac_pyjson_loads(enc, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
     FUZZ_CHECK(again != NULL, "the encoding does not decode: %s\n%s", msg, enc);
-    FUZZ_CHECK(ac_task_validate(again, name, channel, -1, &err) == 0,
+    FUZZ_CHECK(ac_task_validate(again, name, channel, NULL, &err) == 0,
                "the encoding does not validate: %s: %s\n%s", err.code, err.msg, enc);
     enc2 = ac_task_encode(again, &len2);
     FUZZ_CHECK(enc2 && len2 == len && memcmp(enc, enc2, len) == 0,
