@@ -1,7 +1,8 @@
 /*
- * l_fsck.c - Lua binding of the channel checker: module "agentchat.fsck".
+ * l_fsck.c - Lua binding of the channel checker: module "agentchat._fsck" (private:
+ * root:fsck is the API).
  *
- *   local fsck = require "agentchat.fsck"
+ *   local fsck = require "agentchat._fsck"
  *   fsck.channel(h [, {repair = false}])   -- list of findings
  *   fsck.CLASSES                           -- { FSCK_BAD_MESSAGE = "corrupt", ... }
  *

@@ -1,7 +1,8 @@
 /*
- * l_pathlock.c - Lua binding of the path locks: module "agentchat.pathlocks".
+ * l_pathlock.c - Lua binding of the path locks: module "agentchat._pathlocks"
+ * (private: the Channel lock methods are the API).
  *
- *   local pl = require "agentchat.pathlocks"
+ *   local pl = require "agentchat._pathlocks"
  *   pl.lock(ch, {"src/a.c", "docs"}, owner, lease)   -- record
  *   pl.check(ch, {"src"}, owner_or_nil)              -- list of records
  *   pl.unlock(ch, target, owner)                     -- the removed record

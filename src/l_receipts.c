@@ -1,7 +1,8 @@
 /*
- * l_receipts.c - Lua binding of acks and receipts: module "agentchat.receipts".
+ * l_receipts.c - Lua binding of acks and receipts: module "agentchat._receipts"
+ * (private: the Channel receipt methods are the API).
  *
- *   local rc = require "agentchat.receipts"
+ *   local rc = require "agentchat._receipts"
  *   rc.check_agent(name)                 -- true
  *   rc.write_ack(h, seq, agent, bytes)   -- true (written) | false (acked before)
  *                                           (true, warning: written, but the

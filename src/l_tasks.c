@@ -1,5 +1,6 @@
 /*
- * l_tasks.c - Lua binding of the task board: module "agentchat.tasks".
+ * l_tasks.c - Lua binding of the task board: module "agentchat._tasks"
+ * (private: the Channel task methods are the API).
  *
  * Every function takes an open channel userdata (store:channel()) and runs
  * one board operation under the channel's _tasks.lock (board.h, lease.h):

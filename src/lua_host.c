@@ -117,20 +117,22 @@ void ac_lua_openlibs(lua_State *L)
     lua_setfield(L, -2, "agentchat.store");
     lua_pushcfunction(L, luaopen_agentchat_sys);
     lua_setfield(L, -2, "agentchat.sys");
+    /* Raw bindings under the Channel methods: private (a leading '_'),
+     * the CLI and scripts use the methods (docs/lua-api.md). */
     lua_pushcfunction(L, luaopen_agentchat_tasks);
-    lua_setfield(L, -2, "agentchat.tasks");
+    lua_setfield(L, -2, "agentchat._tasks");
     lua_pushcfunction(L, luaopen_agentchat_receipts);
-    lua_setfield(L, -2, "agentchat.receipts");
+    lua_setfield(L, -2, "agentchat._receipts");
     lua_pushcfunction(L, luaopen_agentchat_json);
     lua_setfield(L, -2, "agentchat.json");
     lua_pushcfunction(L, luaopen_agentchat_pathlocks);
-    lua_setfield(L, -2, "agentchat.pathlocks");
+    lua_setfield(L, -2, "agentchat._pathlocks");
     lua_pushcfunction(L, luaopen_agentchat_readline);
     lua_setfield(L, -2, "agentchat.readline");
     lua_pushcfunction(L, luaopen_agentchat_yaml);
     lua_setfield(L, -2, "agentchat.yaml");
     lua_pushcfunction(L, luaopen_agentchat_fsck);
-    lua_setfield(L, -2, "agentchat.fsck");
+    lua_setfield(L, -2, "agentchat._fsck");
     lua_pushcfunction(L, luaopen_agentchat_folder);
     lua_setfield(L, -2, "agentchat.folder");
     lua_pushcfunction(L, ac_lua_yaml_alias);

@@ -364,7 +364,7 @@ end
 local function acks(ch, rec, report)
   for _, a in ipairs(rec.acks) do
     if report.dry_run then
-      local done = rec.seq and require("agentchat.receipts").read_ack(ch:handle(), rec.seq, a.agent)
+      local done = rec.seq and require("agentchat._receipts").read_ack(ch:handle(), rec.seq, a.agent)
       if done then
         report.acks_present = report.acks_present + 1
       else

@@ -277,7 +277,7 @@ function M.gather(ch, opts)
   end
   local h = ch:handle()
   local records
-  records, msg, code, exit = require("agentchat.tasks").snapshot(h, opts.strict)
+  records, msg, code, exit = require("agentchat._tasks").snapshot(h, opts.strict)
   if not records then
     return malformed("task", msg, code, exit)
   end
@@ -295,7 +295,7 @@ function M.gather(ch, opts)
   classify_messages(batch.messages, data)
   gather_tasks(records, batch.messages, data)
   local locks, pending
-  locks, pending, code, exit = require("agentchat.pathlocks").list(h, {
+  locks, pending, code, exit = require("agentchat._pathlocks").list(h, {
     ignore_journal = true, lenient = not opts.strict })
   if not locks then
     return malformed("path-lock", pending, code, exit)

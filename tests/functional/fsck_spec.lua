@@ -359,7 +359,7 @@ describe("fsck finding codes", function()
 
   it("every code is documented in docs/fsck.md with its class", function()
     local doc = assert(F.read(H.repo .. "/docs/fsck.md"))
-    local classes = require("agentchat.fsck").CLASSES
+    local classes = require("agentchat._fsck").CLASSES
     local n = 0
     for code, class in pairs(classes) do
       n = n + 1

@@ -1,7 +1,8 @@
 -- `make check-layers` (scripts/check-layers): the layers of
--- docs/architecture.md hold in the tree, and the check has teeth: each kind
--- of violation planted in a copy of the tree makes it fail with a line that
--- names the file, the line and the rule.
+-- docs/architecture.md hold in the tree (the C below and above the store
+-- interface, and the CLI on the Lua API scripts use), and the check has
+-- teeth: each kind of violation planted in a copy of the tree makes it fail
+-- with a line that names the file, the line and the rule.
 local H = require "spec_helper"
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
@@ -16,11 +17,13 @@ local function check(root)
            stderr = H.read(dir .. "/err") }
 end
 
---- A copy of the tree's C (src/ and include/) to plant violations in.
+--- A copy of the tree's C (src/ and include/) and Lua commands to plant
+--- violations in.
 local function tree_copy()
   local dir = H.tmpdir() .. "/tree"
-  assert(os.execute("mkdir -p " .. F.sh(dir) .. " && cp -a " .. F.sh(H.repo .. "/src") .. " "
-    .. F.sh(H.repo .. "/include") .. " " .. F.sh(dir)))
+  assert(os.execute("mkdir -p " .. F.sh(dir .. "/lua/agentchat") .. " && cp -a " .. F.sh(H.repo .. "/src") .. " "
+    .. F.sh(H.repo .. "/include") .. " " .. F.sh(dir) .. " && cp -a " .. F.sh(H.repo .. "/lua/agentchat/commands")
+    .. " " .. F.sh(dir .. "/lua/agentchat/")))
   return dir
 end
 
@@ -78,6 +81,21 @@ describe("check-layers", function()
     local r = check(root)
     assert.equal(0, r.code, r.stderr)
   end)
+
+  for _, case in ipairs({
+    { "a command using a private binding", 'local t = require "agentchat._tasks"\n', "x.lua:1: cli-api" },
+    { "a command using a raw channel handle", "-- ch:handle() in prose is fine\nlocal h = ch:handle()\n",
+      "x.lua:2: cli-api" },
+  }) do
+    it("fails on " .. case[1], function()
+      local root = tree_copy()
+      plant(root, "lua/agentchat/commands/x.lua", case[2])
+      local r = check(root)
+      assert.equal(1, r.code, r.stdout .. r.stderr)
+      assert.truthy(r.stderr:find(case[3], 1, true), r.stderr)
+      assert.equal(1, select(2, r.stderr:gsub("\n  ", "")), "exactly one violation: " .. r.stderr)
+    end)
+  end
 
   it("a binding may not reach below the store either", function()
     local root = tree_copy()

@@ -432,6 +432,15 @@ local function fails(id, code, ...)
   return msg, select(4, ...)
 end
 
+--- A failure of a private binding (no reference row to check).
+local function fails_internal(code, ...)
+  local v, msg, got = ...
+  assert.is_nil(v, "should fail with " .. code)
+  assert.is_string(msg)
+  assert.equal(code, got, tostring(msg))
+  return msg, select(4, ...)
+end
+
 local function is_list(t)
   return type(t) == "table" and #t == select("#", table.unpack(t))
 end
@@ -457,8 +466,12 @@ describe("docs/lua-api.md", function()
   it("parses: aliases, rows, internal modules and error codes", function()
     assert.same({}, the_doc.problems)
     for _, a in ipairs({ "ac", "root", "ch", "json", "store", "st", "h", "sys", "errors", "events",
-                         "state", "sandbox", "tasks", "pl", "watch", "changes", "ctx" }) do
+                         "state", "sandbox", "watch", "changes", "ctx" }) do
       assert.truthy(the_doc.aliases[a], "alias " .. a)
+    end
+    -- the C bindings under the methods are private (issue 11)
+    for _, m in ipairs({ "agentchat._tasks", "agentchat._pathlocks", "agentchat._receipts", "agentchat._fsck" }) do
+      assert.truthy(internal(the_doc, m), m)
     end
     assert.is_true(#the_doc.rows > 150)
     assert.truthy(the_doc.by_id["ch.post"])
@@ -629,7 +642,7 @@ describe("every documented function", function()
     end, "attempt to use a closed channel")
   end)
 
-  it("Channel: the task board, and agentchat.tasks", function()
+  it("Channel: the task board, and the private agentchat._tasks", function()
     local rec = assert(ch:task_create{ id = "t1", from = "alice", title = "first" })
     assert.equal("t1", rec.id)
     assert.equal("open", rec.status)
@@ -672,7 +685,7 @@ describe("every documented function", function()
       ch:claim("t2", {})
     end)
 
-    local tasks = require "agentchat.tasks"
+    local tasks = require "agentchat._tasks"
     local hd = ch:handle()
     assert.equal(2, #assert(tasks.list(hd)))
     local snap, skipped = tasks.snapshot(hd)
@@ -682,15 +695,15 @@ describe("every documented function", function()
     local shown, why = tasks.show(hd, "t2")
     assert.equal("t2", shown.id)
     assert.equal("", why)
-    fails("tasks.show", "TASK_NOT_FOUND", tasks.show(hd, "zz"))
+    fails_internal("TASK_NOT_FOUND", tasks.show(hd, "zz"))
     assert.equal("t3", assert(tasks.create(hd, { id = "t3", created_by = "a", title = "x" })).id)
     assert.equal("y", assert(tasks.update(hd, "t3", "a", { title = "y" })).title)
     assert.equal("a", assert(tasks.lease(hd, "claim", "t3", "a", 60)).owner)
-    fails("tasks.lease", "LEASE_CONFLICT", tasks.lease(hd, "claim", "t3", "b"))
-    fails("tasks.recover_pending", "LEASE_TRANSACTION_NOT_FOUND", tasks.recover_pending(hd, "a"))
+    fails_internal("LEASE_CONFLICT", tasks.lease(hd, "claim", "t3", "b"))
+    fails_internal("LEASE_TRANSACTION_NOT_FOUND", tasks.recover_pending(hd, "a"))
   end)
 
-  it("Channel: path locks, and agentchat.pathlocks", function()
+  it("Channel: path locks, and the private agentchat._pathlocks and agentchat._fsck", function()
     local lock = assert(ch:lock({ "src/a.c", "docs" }, { as = "alice", lease = 60 }))
     assert.is_string(lock.lock_id)
     assert.equal("alice", lock.owner)
@@ -716,21 +729,21 @@ describe("every documented function", function()
     fails("ch.recover_lock", "PATH_LOCK_NOT_STALE", ch:recover_lock("lib", { as = "dave", reason = "x" }))
     assert.equal("none", assert(ch:recover_pending_locks{ as = "carol" }).outcome)
 
-    local pl = require "agentchat.pathlocks"
+    local pl = require "agentchat._pathlocks"
     local hd = ch:handle()
     local l2 = assert(pl.lock(hd, { "pkg" }, "erin", 60))
     assert.equal(1, #assert(pl.check(hd, { "pkg/x" })))
     assert.equal(2, #assert(pl.list(hd)))
     assert(os.execute("mkdir -p " .. H.sh(root.path .. "/dev/pkg")))
     assert.same({ "pkg", "directory" }, { pl.normalize(hd, "./pkg/") })
-    fails("pl.unlock", "PATH_LOCK_NOT_FOUND", pl.unlock(hd, "nope", "erin"))
+    fails_internal("PATH_LOCK_NOT_FOUND", pl.unlock(hd, "nope", "erin"))
     assert(pl.unlock(hd, l2.lock_id, "erin"))
-    fails("pl.recover", "PATH_LOCK_NOT_STALE", pl.recover(hd, "lib", "erin", "why"))
+    fails_internal("PATH_LOCK_NOT_STALE", pl.recover(hd, "lib", "erin", "why"))
     assert.equal("none", assert(pl.recover_pending(hd, "erin")).outcome)
     assert.is_true(pl.overlaps(".", "x"))
     assert.equal(300, pl.DEFAULT_LEASE)
 
-    local fsck = require "agentchat.fsck"
+    local fsck = require "agentchat._fsck"
     assert.same({}, assert(fsck.channel(hd)))
     assert.equal("pending", fsck.CLASSES.FSCK_PENDING_JOURNAL)
     local report = assert(root:fsck{ channels = { "dev" } })
@@ -805,9 +818,14 @@ describe("every documented function", function()
     ich:close()
   end)
 
-  it("Channel and Root: receipts and the inbox, and agentchat.receipts", function()
+  it("Channel and Root: receipts and the inbox, and the private agentchat._receipts", function()
     assert.same({ "bob", "carol" }, ac.recipients(" [bob, carol,] "))
     assert.is_nil(ac.recipients(" all "))
+    assert.is_true(ac.check_agent("carol"))
+    fails("ac.check_agent", "RECEIPT_INVALID_AGENT", ac.check_agent("a/b"))
+    assert.has_error(function()
+      ac.check_agent(7)
+    end)
     local c = assert(root:init("rcpt", { members = { "alice", "bob", "carol" } }))
     local res = assert(c:post{ from = "alice", to = "bob,carol", title = "Deploy?", body = "ok?" })
     assert(c:post{ from = "alice", title = "all hands", body = "x" })
@@ -878,17 +896,17 @@ describe("every documented function", function()
     assert.equal("Deploy?", one.messages[1].fields.title)
     assert.equal(0, #assert(hd:message(99)).messages)
 
-    local rc = require "agentchat.receipts"
+    local rc = require "agentchat._receipts"
     assert.is_true(rc.check_agent("carol"))
-    fails("rc.check_agent", "RECEIPT_INVALID_AGENT", rc.check_agent(".x"))
+    fails_internal("RECEIPT_INVALID_AGENT", rc.check_agent(".x"))
     assert.is_true(rc.write_ack(hd, res.seq, "carol", "{}\n"))
     assert.is_false(rc.write_ack(hd, res.seq, "carol", "again\n"))
-    fails("rc.write_ack", "RECEIPT_INVALID_AGENT", rc.write_ack(hd, res.seq, "a:b", "x"))
+    fails_internal("RECEIPT_INVALID_AGENT", rc.write_ack(hd, res.seq, "a:b", "x"))
     local bytes, at = rc.read_ack(hd, res.seq, "carol")
     assert.equal("{}\n", bytes)
     assert.is_true(sys.iso_has_offset(at))
     assert.is_false(rc.read_ack(hd, res.seq, "dave"))
-    fails("rc.read_ack", "RECEIPT_INVALID_AGENT", rc.read_ack(hd, res.seq, ""))
+    fails_internal("RECEIPT_INVALID_AGENT", rc.read_ack(hd, res.seq, ""))
     assert.same({ "bob", "carol" }, rc.acks(hd, res.seq))
     local cur, cur_at = rc.cursor(hd, "carol")
     assert.equal(2, cur)
@@ -896,9 +914,9 @@ describe("every documented function", function()
     assert.is_nil(select(2, rc.cursor(hd, "nobody")))
     assert.is_true(rc.wait(hd, res.seq, { "bob", "carol" }, "acked", 1, 0.01))
     v, msg, code, exit, missing = rc.wait(hd, res.seq, { "bob", "erin" }, "read", 0, 0.01)
-    fails("rc.wait", "RECEIPT_TIMEOUT", v, msg, code, exit)
+    fails_internal("RECEIPT_TIMEOUT", v, msg, code, exit)
     assert.same({ "erin" }, missing)
-    fails("rc.wait", "RECEIPT_INVALID_AGENT", rc.wait(hd, res.seq, { "_x" }, "read", 0))
+    fails_internal("RECEIPT_INVALID_AGENT", rc.wait(hd, res.seq, { "_x" }, "read", 0))
     c:close()
   end)
 

@@ -1,5 +1,5 @@
 -- The path-lock methods of agentchat.Channel (lua/agentchat/api/locks.lua
--- over the C binding agentchat.pathlocks), inside the binary.
+-- over the C binding agentchat._pathlocks), inside the binary.
 local H = require "spec_helper"
 local ac = require "agentchat"
 

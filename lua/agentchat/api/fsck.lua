@@ -1,5 +1,5 @@
 -- agentchat.api.fsck: root:fsck, the folder checker behind `agent-chat
--- fsck` (docs/fsck.md). The C module agentchat.fsck reads and checks one
+-- fsck` (docs/fsck.md). The private C module agentchat._fsck reads and checks one
 -- channel's files (and repairs the safe things); this file picks the
 -- channels and sorts the findings into what is left and what was repaired.
 --
@@ -33,7 +33,7 @@ function A.install(Root)
         return nil, msg, code, exit
       end
     end
-    local fsck = require "agentchat.fsck"
+    local fsck = require "agentchat._fsck"
     local report = { channels = {}, findings = {}, repaired = {},
                      counts = { corrupt = 0, pending = 0, repairable = 0, busy = 0 } }
     local seen = {}

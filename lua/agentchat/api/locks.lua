@@ -27,7 +27,7 @@ local A = {}
 local pycompat = require "agentchat.pycompat"
 
 local function pl()
-  return require "agentchat.pathlocks"
+  return require "agentchat._pathlocks"
 end
 
 local function owner_of(opts, what, required)

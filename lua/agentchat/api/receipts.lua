@@ -1,8 +1,9 @@
 -- agentchat.api.receipts: acks and read receipts, methods of agentchat.Channel
--- (docs/receipts.md; the ack store and the zero-CPU wait are the C module
--- agentchat.receipts).
+-- (docs/receipts.md; the ack store and the zero-CPU wait are the private C
+-- module agentchat._receipts).
 --
 --   ac.recipients(to)                      -- nil (broadcast) | {name, ...}
+--   ac.check_agent(name)                   -- true | nil, msg, "RECEIPT_INVALID_AGENT"
 --   ch:addressees(seq | {from=, to=})      -- {name, ...}, how
 --   ch:ack(seq, {as=, at=})                -- {agent, seq, channel, new, acked_at, warning}
 --   ch:receipts(seq)                       -- {seq, file, ..., addressees = {...}}
@@ -20,7 +21,7 @@ local A = {}
 local fail = errors.fail
 
 local function C()
-  return require "agentchat.receipts"
+  return require "agentchat._receipts"
 end
 
 --- The recipients of a `to` value as readers see them (SPEC.md 3.3): nil
@@ -148,6 +149,13 @@ end
 
 function A.install(Channel, M)
   M.recipients = recipients
+  --- Can `name` ack a message (name an ack record)? true, or the failure.
+  function M.check_agent(name)
+    if type(name) ~= "string" then
+      error("check_agent expects a string", 2)
+    end
+    return C().check_agent(name)
+  end
 
   --- Addressees of message #seq (or of {from=, to=} before posting) and
   --- the rule that gave them ("to", "members", "senders").

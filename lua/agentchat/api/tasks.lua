@@ -17,7 +17,7 @@
 local A = {}
 
 local function tasks()
-  return require "agentchat.tasks"
+  return require "agentchat._tasks"
 end
 
 local function need_as(opts, what)

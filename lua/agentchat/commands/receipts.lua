@@ -1,5 +1,6 @@
 -- agentchat.commands.receipts: `ack`, `receipts`, `inbox`, and the
 -- `--wait-for` half of `post` (docs/receipts.md).
+local ac = require "agentchat"
 local json = require "agentchat.json"
 local open = require "agentchat.commands.open"
 local py = require "agentchat.pycompat"
@@ -133,9 +134,8 @@ function M.wait_targets(ch, args, ctx)
       .. "(an open channel nobody else posted to: name them with --to, or give the channel --members)",
       "RECEIPT_NO_ADDRESSEES")
   end
-  local rc = require "agentchat.receipts"
   for _, a in ipairs(agents) do
-    local ok, msg, ecode, eexit = rc.check_agent(a)
+    local ok, msg, ecode, eexit = ac.check_agent(a)
     if not ok then
       return nil, ctx.fail("--wait-for: an addressee can never ack: " .. msg, ecode, eexit)
     end

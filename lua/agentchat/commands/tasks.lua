@@ -67,10 +67,6 @@ local function joined(list, sep)
   return dash(list and table.concat(list, sep) or "")
 end
 
-local function tasks_api(ch)
-  return require("agentchat.tasks"), ch:handle()
-end
-
 -- ------------------------------------------------------------ commands
 
 local function cmd_list(args, ctx)
@@ -78,8 +74,7 @@ local function cmd_list(args, ctx)
   if not ch then
     return rc
   end
-  local tasks, h = tasks_api(ch)
-  local list, msg, code, exit = tasks.list(h)
+  local list, msg, code, exit = ch:tasks()
   if not list then
     return ctx.fail(msg, code, exit)
   end
@@ -110,8 +105,7 @@ local function cmd_show(args, ctx)
   if not ch then
     return rc
   end
-  local tasks, h = tasks_api(ch)
-  local t, blocking, code, exit = tasks.show(h, args.task_id)
+  local t, blocking, code, exit = ch:task(args.task_id)
   if not t then
     return ctx.fail(blocking, code, exit)
   end
@@ -138,12 +132,11 @@ local function cmd_create(args, ctx)
   if not ch then
     return rc
   end
-  local tasks, h = tasks_api(ch)
-  local t, msg, code, exit = tasks.create(h, {
+  local t, msg, code, exit = ch:task_create{
     id = args.task_id, created_by = args.created_by, title = args.title, owner = args.owner,
     depends_on = flat_list(args.depends_on), files_hint = flat_list(args.files_hint),
     acceptance = flat_list(args.acceptance), branch = args.branch,
-  })
+  }
   if not t then
     return ctx.fail(msg, code, exit)
   end
@@ -156,9 +149,8 @@ local function cmd_update(args, ctx)
   if not ch then
     return rc
   end
-  local tasks, h = tasks_api(ch)
-  local t, msg, code, exit = tasks.update(h, args.task_id, args.as, {
-    title = args.title, owner = args.owner, clear_owner = args.clear_owner,
+  local t, msg, code, exit = ch:task_update(args.task_id, {
+    as = args.as, title = args.title, owner = args.owner, clear_owner = args.clear_owner,
     depends_on = flat_list(args.depends_on), files_hint = flat_list(args.files_hint),
     acceptance = flat_list(args.acceptance), branch = args.branch,
     clear_branch = args.clear_branch, status = args.status,
@@ -180,8 +172,8 @@ local function cmd_lease(op)
     if not ch then
       return rc
     end
-    local tasks, h = tasks_api(ch)
-    local t, msg, code, exit = tasks.lease(h, op, args.task_id, args.as, args.lease_seconds, args.reason)
+    local t, msg, code, exit = ch[op](ch, args.task_id, { as = args.as, lease = args.lease_seconds,
+                                                          reason = args.reason })
     if not t then
       return ctx.fail(msg, code, exit)
     end
@@ -195,8 +187,7 @@ local function cmd_recover_pending(args, ctx)
   if not ch then
     return rc
   end
-  local tasks, h = tasks_api(ch)
-  local ok, msg, code, exit = tasks.recover_pending(h, args.as, args.resolve_publication)
+  local ok, msg, code, exit = ch:recover_pending_lease{ as = args.as, resolve = args.resolve_publication }
   if not ok then
     return ctx.fail(msg, code, exit)
   end

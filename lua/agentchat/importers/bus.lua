@@ -92,7 +92,7 @@ end
 
 -- Why `agent` cannot ack rec (the rules of ch:ack), or nil.
 local function ack_refusal(rec, agent)
-  local ok, msg = require("agentchat.receipts").check_agent(agent)
+  local ok, msg = ac.check_agent(agent)
   if not ok then
     return msg
   end
