@@ -61,13 +61,14 @@ LIBS = $(LUA_LIBS) $(JANSSON_LIBS) $(YAML_LIBS) $(READLINE_LIBS) -lm
 # The file-system backend (src/fs/, the folder format) sits below the store
 # interface; nothing above it sees its headers (make check-layers).
 FS_SRC := src/fs/fsutil.c src/fs/dirwatch.c src/fs/scan.c src/fs/seq.c src/fs/cursor.c \
-          src/fs/mutex.c src/fs/records.c src/fs/workspace.c src/fs/store_fs.c src/fs/hostfile.c
+          src/fs/mutex.c src/fs/records.c src/fs/workspace.c src/fs/journal.c src/fs/fsck.c \
+          src/fs/store_fs.c src/fs/hostfile.c
 RUNTIME_SRC := src/err.c src/fault.c src/utf8.c src/pystr.c src/slug.c \
                src/buf.c src/json.c src/clock.c src/channel.c src/frontmatter.c \
                $(FS_SRC) src/store.c \
                src/wait.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c \
-               src/pathlock.c src/pathlock_journal.c \
-               src/taskrec.c src/board.c src/lease.c src/fsck.c src/receipts.c src/sha256.c
+               src/lockrec.c src/pathlock.c src/claimrec.c \
+               src/taskrec.c src/board.c src/lease.c src/tasks.c src/receipts.c src/sha256.c
 RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
             src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c

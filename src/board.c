@@ -1,22 +1,19 @@
-/* board.c - load, check and change the task board; see include/agentchat/board.h. */
+/*
+ * board.c - the task board of one channel: its records loaded and checked
+ * under the board's mutex, the dependency graph, and the plain change of a
+ * record; see include/agentchat/board.h. The layers above it: lease.c (the
+ * lease operations), tasks.c (every task command, one call each).
+ */
 #include "agentchat/board.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "agentchat/audit.h"
 #include "agentchat/clock.h"
-#include "agentchat/fault.h"
-#include "fs/fsutil.h"
 #include "agentchat/isotime.h"
-#include "agentchat/lease.h"
 #include "agentchat/pystr.h"
-#include "agentchat/pyjson.h"
 #include "agentchat/taskrec.h"
 
 void ac_board_now(char out[48], int micro)
@@ -73,75 +70,8 @@ static int load(struct ac_board *b, struct ac_err *err)
     }
     ac_recset_free(&set);
     if (rc == 0 && !b->lenient)
-        rc = ac_board_graph_check(b->tasks, b->ids, err);
+        rc = ac_task_graph_check(b->tasks, b->ids, err);
     return rc;
-}
-
-/* Unknown dependencies first (in id order), then cycles by depth-first
- * search from each id in order; the task reported is the one met again
- * while still on the path (a self-dependency reports itself). Iterative,
- * so a hostile chain cannot exhaust the stack. */
-int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
-{
-    size_t i, j, n = json_array_size(ids);
-    json_t *id, *state, *dep;
-    struct frame {
-        const char *id;
-        size_t next;
-    } *stack;
-    size_t top;
-
-    json_array_foreach(ids, i, id) {
-        json_t *rec = json_object_get(tasks, json_string_value(id));
-        json_array_foreach(json_object_get(rec, "depends_on"), j, dep)
-            if (!json_object_get(tasks, json_string_value(dep)))
-                return ac_task_err(err, "TASK_UNKNOWN_DEPENDENCY",
-                                   "task %s references unknown dependency %s",
-                                   json_string_value(id), json_string_value(dep));
-    }
-    state = json_object();                  /* id -> 1 visiting, 2 done */
-    stack = malloc((n + 1) * sizeof *stack);
-    if (!state || !stack) {
-        json_decref(state);
-        free(stack);
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check the task graph");
-    }
-    json_array_foreach(ids, i, id) {
-        if (json_object_get(state, json_string_value(id)))
-            continue;
-        top = 0;
-        stack[top].id = json_string_value(id);
-        stack[top].next = 0;
-        json_object_set_new(state, stack[top].id, json_integer(1));
-        while (1) {
-            struct frame *f = &stack[top];
-            json_t *deps = json_object_get(json_object_get(tasks, f->id), "depends_on");
-            if (f->next < json_array_size(deps)) {
-                const char *d = json_string_value(json_array_get(deps, f->next++));
-                json_int_t st = json_integer_value(json_object_get(state, d));
-                if (st == 1) {
-                    json_decref(state);
-                    free(stack);
-                    return ac_task_err(err, "TASK_DEPENDENCY_CYCLE",
-                                       "dependency cycle includes task %s", d);
-                }
-                if (st == 0) {
-                    top++;
-                    stack[top].id = d;
-                    stack[top].next = 0;
-                    json_object_set_new(state, d, json_integer(1));
-                }
-                continue;
-            }
-            json_object_set_new(state, f->id, json_integer(2));
-            if (top == 0)
-                break;
-            top--;
-        }
-    }
-    json_decref(state);
-    free(stack);
-    return 0;
 }
 
 /* With the task mutex held, a temp file in tasks/ or claims/ belongs to a
@@ -163,7 +93,6 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
     b->channel = ch->name;
     b->lenient = (mode & AC_BOARD_LENIENT) != 0;
     mode &= ~AC_BOARD_LENIENT;
-    b->chfd = ac_chan_dirfd(ch);
     if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))
         return ac_task_err(err, "TASK_INVALID_CHANNEL", "channel is not a safe channel name");
     rc = ac_chan_mutex_acquire(ch, AC_MUTEX_TASKS, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0,
@@ -256,128 +185,40 @@ int ac_board_deps_ready(struct ac_board *b, const json_t *rec, struct ac_err *er
     return rc;
 }
 
-/* Write `rec` as tasks/<id>.json (link() when creating: never over an
- * existing record) and fsync tasks/. *published is set once the new record
- * is in place, so a caller knows whether a failure (the directory sync)
- * left it there. */
-static int write_task(struct ac_board *b, const json_t *rec, int noreplace, int *published,
-                      struct ac_err *err)
-{
-    char name[300];
-    size_t len;
-    char *bytes = ac_task_encode(rec, &len);
-    int tfd, rc, e;
-    *published = 0;
-    if (!bytes)
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the task record");
-    if (ac_sys_mkdirat(b->chfd, AC_TASKS_DIR, 0755) == -1 && errno != EEXIST) {
-        free(bytes);
-        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not create tasks/");
-    }
-    tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
-    if (tfd == -1) {
-        free(bytes);
-        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open tasks/");
-    }
-    snprintf(name, sizeof name, "%s.json", ac_task_str(rec, "id"));
-    rc = ac_write_atomic(tfd, name, bytes, len, 0644,
-                         (noreplace ? AC_ATOMIC_NOREPLACE : AC_ATOMIC_REPLACE) | AC_ATOMIC_NO_DIRSYNC,
-                         "task.record");
-    free(bytes);
-    if (rc == -1) {
-        e = errno;
-        close(tfd);
-        if (e == EEXIST)
-            return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s",
-                               ac_task_str(rec, "id"));
-        return ac_err_sys(err, e, "TASK_IO_ERROR", "could not write task record %s", name);
-    }
-    *published = 1;
-    if (AC_FAULT("task.record.dirsync") == -1 || ac_fsync_dir(tfd) == -1) {
-        e = errno;
-        close(tfd);
-        return ac_err_sys(err, e, "TASK_IO_ERROR", "could not sync tasks/ after writing %s", name);
-    }
-    close(tfd);
-    return 0;
-}
-
-/* The bytes of task `id`'s record as they are stored (for a rollback that
- * restores them exactly). 0, or -1 with errno. */
-static int read_task_bytes(struct ac_board *b, const char *id, char **out, size_t *len)
-{
-    struct ac_record r;
-    if (ac_chan_rec_read(b->ch, AC_TASKS, id, &r, NULL) == -1) {
-        errno = r.sys_errno ? r.sys_errno : EIO;
-        return -1;
-    }
-    *out = r.data;
-    *len = r.len;
-    r.data = NULL;
-    ac_record_free(&r);
-    return 0;
-}
-
-/* Undo the record write of a create (before == NULL: remove the record) or
- * an update (write the previous bytes back) that failed after the record
- * was in place (its directory sync or its audit message), so a failed
- * command leaves the board as it was. The error is TASK_IO_ERROR with the
- * reason in *err, or TASK_AUDIT_ROLLBACK_FAILED when the record could not
- * be restored either. Returns -1. */
-static int undo_write(struct ac_board *b, const char *id, const char *before, size_t before_len,
-                          struct ac_err *err)
-{
-    char name[300], why[AC_ERR_MSG_MAX];
-    int tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR), rc = -1, e;
-    snprintf(why, sizeof why, "%s", err && err->msg[0] ? err->msg : "unknown error");
-    snprintf(name, sizeof name, "%s.json", id);
-    if (tfd != -1 && AC_FAULT("task.rollback") == 0) {
-        if (before)
-            rc = ac_write_atomic(tfd, name, before, before_len, 0644, AC_ATOMIC_REPLACE, "task.restore");
-        else if ((rc = ac_sys_unlinkat(tfd, name, 0)) == 0)
-            rc = ac_fsync_dir(tfd);
-    }
-    e = errno;
-    if (tfd != -1)
-        close(tfd);
-    if (rc == -1)
-        return ac_task_err(err, "TASK_AUDIT_ROLLBACK_FAILED",
-                           "%s, and could not roll back task %s: %s", why, id, strerror(e));
-    return ac_task_err(err, "TASK_IO_ERROR", "%s; task %s %s", why, id,
-                       before ? "is unchanged" : "was not created");
-}
-
 int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
                           const char *event, struct ac_err *err)
 {
     const char *id = ac_task_str(rec, "id");
-    char *before = NULL;
-    size_t before_len = 0;
+    struct ac_record before;
+    struct ac_change change;
+    struct ac_batch batch;
+    char *bytes;
+    size_t len;
     json_t *body;
-    int published, rc;
+    int rc;
 
-    if (cur && read_task_bytes(b, id, &before, &before_len) == -1)
-        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not read task record %s.json", id);
-    rc = write_task(b, rec, cur == NULL, &published, err);
-    if (rc == 0) {
-        body = ac_board_audit_body(b, event, cur, rec);
-        rc = body ? ac_audit_post(b->ch, actor, event, id, body, NULL, err)
-                  : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the audit message");
-        json_decref(body);
-        if (rc == -1) {
-            static const char prefix[] = "could not post the audit message: ";
-            char why[AC_ERR_MSG_MAX];
-            snprintf(why, sizeof why, "%s%.*s", prefix, (int)(sizeof why - sizeof prefix),
-                     err ? err->msg : "");
-            if (err)
-                memcpy(err->msg, why, sizeof why);
-        }
+    memset(&before, 0, sizeof before);
+    if (cur && ac_chan_rec_read(b->ch, AC_TASKS, id, &before, NULL) == -1)
+        return ac_err_sys(err, before.sys_errno ? before.sys_errno : EIO, "TASK_IO_ERROR",
+                          "could not read task record %s.json", id);
+    bytes = ac_task_encode(rec, &len);
+    body = bytes ? ac_board_audit_body(b, event, cur, rec) : NULL;
+    if (!body) {
+        ac_record_free(&before);
+        free(bytes);
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the task record");
     }
-    if (rc == -1 && published)
-        rc = undo_write(b, id, before, before_len, err);
-    if (rc == 0)
-        json_object_set(b->tasks, id, rec);
-    free(before);
+    change = (struct ac_change){ AC_TASKS, id, before.data, before.len, bytes, len };
+    batch = (struct ac_batch){ AC_BATCH_TASK, &change, 1, actor, event, id, body, NULL, NULL };
+    rc = ac_chan_batch_commit(b->ch, &batch, err);
+    if (rc == -1 && err && err->code && strncmp(err->code, "TASK_", 5) != 0 &&
+        strcmp(err->code, "INTERRUPTED") != 0)
+        err->code = "TASK_IO_ERROR";     /* a store failure is a task board I/O error */
+    if (rc == 0 && json_object_set(b->tasks, id, rec) == -1)
+        rc = ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not update the task board");
+    json_decref(body);
+    ac_record_free(&before);
+    free(bytes);
     return rc;
 }
 
@@ -403,7 +244,7 @@ json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t 
 }
 
 /* Validate a candidate record and the graph with it in place. */
-static int check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err)
+int ac_board_check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err)
 {
     char filename[300];
     const char *id = ac_task_str(rec, "id");
@@ -436,143 +277,8 @@ static int check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err)
         if (!added)
             json_array_append_new(ids, json_string(id));
     }
-    rc = ac_board_graph_check(tasks, ids, err);
+    rc = ac_task_graph_check(tasks, ids, err);
     json_decref(tasks);
     json_decref(ids);
     return rc;
-}
-
-/* ---- create ---- */
-
-static json_t *string_or_null(const char *s)
-{
-    return s && s[0] ? json_string(s) : json_null();
-}
-
-int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t **out,
-                    struct ac_err *err)
-{
-    json_t *rec;
-    char now[48];
-
-    if (!ac_safe_name(spec->id))
-        return ac_task_err(err, "TASK_INVALID_ID",
-                           "id must contain only letters, digits, '.', '_' or '-'");
-    if (strlen(spec->id) > AC_TASK_ID_MAX)
-        return ac_task_err(err, "TASK_INVALID_ID", "id must be at most %d characters", AC_TASK_ID_MAX);
-    if (json_object_get(b->tasks, spec->id))
-        return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", spec->id);
-    ac_board_now(now, 0);
-    rec = json_object();
-    json_object_set_new(rec, "id", json_string(spec->id));
-    json_object_set_new(rec, "channel", json_string(b->channel));
-    json_object_set_new(rec, "title", json_string(spec->title));
-    json_object_set_new(rec, "status", json_string("open"));
-    json_object_set_new(rec, "owner", string_or_null(spec->owner));
-    json_object_set_new(rec, "created_by", json_string(spec->created_by));
-    json_object_set(rec, "depends_on", spec->depends_on);
-    json_object_set(rec, "files_hint", spec->files_hint);
-    json_object_set(rec, "acceptance", spec->acceptance);
-    json_object_set_new(rec, "lease_expires_at", json_null());
-    json_object_set_new(rec, "branch", spec->branch ? json_string(spec->branch) : json_null());
-    json_object_set_new(rec, "updated_at", json_string(now));
-    if (json_object_size(rec) != 12 || !json_object_get(rec, "title") ||
-        !json_object_get(rec, "created_by")) {
-        json_decref(rec);
-        return ac_task_err(err, "TASK_INVALID_RECORD", "task fields must be valid UTF-8 text");
-    }
-    if (check_candidate(b, rec, err) == -1 ||
-        ac_board_commit_plain(b, NULL, rec, spec->created_by, "task.created", err) == -1) {
-        json_decref(rec);
-        return -1;
-    }
-    *out = rec;
-    return 0;
-}
-
-/* ---- update ---- */
-
-int ac_board_update(struct ac_board *b, const char *id, const char *actor,
-                    const struct ac_task_change *chg, json_t **out, struct ac_err *err)
-{
-    json_t *cur, *rec, *claim = NULL;
-    char *claim_file = NULL, now[48];
-    const char *status;
-    int expired = 0, rc;
-
-    if (!chg->title && !chg->owner && !chg->clear_owner && !chg->depends_on && !chg->files_hint &&
-        !chg->acceptance && !chg->branch && !chg->clear_branch && !chg->status)
-        return ac_task_err(err, "TASK_INVALID_UPDATE", "task update requires at least one field");
-    if (ac_lease_journal_guard(b, err) == -1)
-        return -1;
-    cur = ac_board_get(b, id, err);
-    if (!cur)
-        return -1;
-    if (chg->status && !ac_task_status_valid(chg->status)) {
-        char shown[300];
-        return ac_task_err(err, "TASK_INVALID_STATUS", "unknown task status: %s",
-                           ac_py_repr(chg->status, shown, sizeof shown));
-    }
-    if (ac_lease_state(b, id, &claim, &claim_file, &expired, err) == -1)
-        return -1;
-    if (claim) {
-        const char *holder = ac_task_str(claim, "owner");
-        int owner_change = chg->clear_owner ||
-                           (chg->owner && strcmp(chg->owner[0] ? chg->owner : "", holder) != 0);
-        rc = 0;
-        if (expired)
-            rc = ac_task_err(err, "LEASE_RECOVERY_REQUIRED",
-                             "expired lease for task %s requires explicit recovery", id);
-        else if (strcmp(actor, holder) != 0)
-            rc = ac_task_err(err, "LEASE_OWNER_MISMATCH", "lease for task %s belongs to %s", id, holder);
-        else if ((chg->status && strcmp(chg->status, ac_task_str(cur, "status")) != 0) || owner_change)
-            rc = ac_task_err(err, "LEASE_MUTATION_REQUIRED",
-                             "task %s must be changed through its lease operation", id);
-        json_decref(claim);
-        free(claim_file);
-        if (rc == -1)
-            return -1;
-    }
-    rec = json_deep_copy(cur);
-    if (!rec)
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not update the task");
-    if (chg->title)
-        json_object_set_new(rec, "title", json_string(chg->title));
-    if (chg->clear_owner)
-        json_object_set_new(rec, "owner", json_null());
-    else if (chg->owner)
-        json_object_set_new(rec, "owner", string_or_null(chg->owner));
-    if (chg->depends_on)
-        json_object_set(rec, "depends_on", chg->depends_on);
-    if (chg->files_hint)
-        json_object_set(rec, "files_hint", chg->files_hint);
-    if (chg->acceptance)
-        json_object_set(rec, "acceptance", chg->acceptance);
-    if (chg->clear_branch)
-        json_object_set_new(rec, "branch", json_null());
-    else if (chg->branch)
-        json_object_set_new(rec, "branch", json_string(chg->branch));
-    status = ac_task_str(cur, "status");
-    if (chg->status) {
-        if (!ac_task_transition_ok(status, chg->status)) {
-            json_decref(rec);
-            return ac_task_transition_error(status, chg->status, err);
-        }
-        json_object_set_new(rec, "status", json_string(chg->status));
-        if (strcmp(status, chg->status) != 0 &&
-            (!strcmp(chg->status, "in_progress") || !strcmp(chg->status, "done")) &&
-            ac_board_deps_ready(b, rec, err) == -1) {
-            json_decref(rec);
-            return -1;
-        }
-    }
-    ac_board_now(now, 0);
-    json_object_set_new(rec, "updated_at", json_string(now));
-    if (check_candidate(b, rec, err) == -1 ||
-        ac_board_commit_plain(b, cur, rec, actor, "task.updated", err) == -1) {
-        json_decref(rec);
-        return -1;
-    }
-    *out = rec;
-    return 0;
 }

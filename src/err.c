@@ -8,17 +8,66 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Fill *err from a va_list (the one place that does). */
+static void vset(struct ac_err *err, int exit_code, const char *code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+static void vset(struct ac_err *err, int exit_code, const char *code, const char *fmt, va_list ap)
+{
+    err->code = code;
+    err->exit_code = exit_code;
+    err->sys_errno = 0;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+}
+
 int ac_err_set(struct ac_err *err, int exit_code, const char *code,
                const char *fmt, ...)
 {
     int saved = errno;
     if (err) {
         va_list ap;
-        err->code = code;
-        err->exit_code = exit_code;
-        err->sys_errno = 0;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vset(err, exit_code, code, fmt, ap);
+        va_end(ap);
+    }
+    errno = saved;
+    return -1;
+}
+
+int ac_err_exit_for(const char *code)
+{
+    /* SPEC.md 2.5: the code families of the task board, leases and
+     * events, and usage-like outcomes, exit 2. */
+    static const char *const prefix2[] = { "TASK_", "LEASE_", "EVENT_" };
+    static const struct {
+        const char *code;
+        int exit_code;
+    } exact[] = {
+        { "USAGE", AC_EXIT_USAGE },
+        { "ETIMEDOUT", AC_EXIT_USAGE },
+        { "RECEIPT_TIMEOUT", AC_EXIT_USAGE },
+        { "CLAIM_LOST", AC_EXIT_CLAIM_LOST },
+        { "INTERRUPTED", AC_EXIT_INTERRUPTED },
+    };
+    size_t i;
+    if (!code)
+        return AC_EXIT_GENERAL;
+    for (i = 0; i < sizeof prefix2 / sizeof prefix2[0]; i++)
+        if (strncmp(code, prefix2[i], strlen(prefix2[i])) == 0)
+            return AC_EXIT_USAGE;
+    for (i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (strcmp(code, exact[i].code) == 0)
+            return exact[i].exit_code;
+    return AC_EXIT_GENERAL;
+}
+
+int ac_err_code(struct ac_err *err, const char *code, const char *fmt, ...)
+{
+    int saved = errno;
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vset(err, ac_err_exit_for(code), code, fmt, ap);
         va_end(ap);
     }
     errno = saved;
@@ -32,12 +81,10 @@ int ac_err_sys(struct ac_err *err, int errnum, const char *code,
     if (err) {
         va_list ap;
         size_t n;
-        err->code = code ? code : "IO_ERROR";
-        err->exit_code = AC_EXIT_GENERAL;
-        err->sys_errno = errnum;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vset(err, AC_EXIT_GENERAL, code ? code : "IO_ERROR", fmt, ap);
         va_end(ap);
+        err->sys_errno = errnum;
         n = strlen(err->msg);
         if (n < sizeof err->msg)
             snprintf(err->msg + n, sizeof err->msg - n, ": %s", strerror(errnum));

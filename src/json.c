@@ -295,3 +295,11 @@ char *ac_json_dump(const json_t *v, const struct ac_json_style *st, size_t *len)
     put_value(&b, v, st, 0);
     return ac_buf_detach(&b, len);
 }
+
+char *ac_json_dump_line(const json_t *v, const struct ac_json_style *st, size_t *len)
+{
+    struct ac_buf b = AC_BUF_INIT;
+    put_value(&b, v, st, 0);
+    ac_buf_putc(&b, '\n');
+    return ac_buf_detach(&b, len);
+}

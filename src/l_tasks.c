@@ -30,18 +30,18 @@
 #include <lua.h>
 
 #include "agentchat/board.h"
-#include "agentchat/lease.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/taskrec.h"
+#include "agentchat/tasks.h"
 
-/* Every TASK_* and LEASE_* failure exits 2 (SPEC.md 2.5), TASK_IO_ERROR
- * included; other codes (INTERRUPTED) keep theirs. */
+/* Every TASK_* and LEASE_* failure exits 2 (SPEC.md 2.5, err.h's table),
+ * TASK_IO_ERROR included; other codes (INTERRUPTED) keep theirs. */
 static int fail(lua_State *L, const struct ac_err *err)
 {
     const char *code = err->code ? err->code : "TASK_IO_ERROR";
-    int exit_code = err->exit_code ? err->exit_code : 2;
-    if (strncmp(code, "TASK_", 5) == 0 || strncmp(code, "LEASE_", 6) == 0)
-        exit_code = 2;
+    int exit_code = ac_err_exit_for(code);
+    if (exit_code == AC_EXIT_GENERAL && err->exit_code)
+        exit_code = err->exit_code;
     return ac_lua_fail(L, code, exit_code, err->msg);
 }
 
@@ -184,10 +184,9 @@ static int l_show(lua_State *L)
 static int l_create(lua_State *L)
 {
     struct ac_task_spec spec;
-    struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
     json_t *out = NULL;
-    int bad = 0, rc, n;
+    int bad = 0, n;
 
     ac_lua_checkchan(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -208,19 +207,14 @@ static int l_create(lua_State *L)
         spec.files_hint = json_array();
     if (!spec.acceptance)
         spec.acceptance = json_array();
-    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
-    if (n == 0) {
-        rc = ac_board_create(&b, &spec, &out, &err);
-        if (rc == 0)
-            ac_board_sweep(&b);
-        ac_board_close(&b);
-        if (rc == -1)
-            n = fail(L, &err);
-        else {
-            push_record(L, out);
-            json_decref(out);
-            n = 1;
-        }
+    if (bad) {
+        n = bad_utf8(L);
+    } else if (ac_tasks_create(ac_lua_checkchan(L, 1), &spec, &out, &err) == -1) {
+        n = fail(L, &err);
+    } else {
+        push_record(L, out);
+        json_decref(out);
+        n = 1;
     }
     json_decref(spec.depends_on);
     json_decref(spec.files_hint);
@@ -231,11 +225,10 @@ static int l_create(lua_State *L)
 static int l_update(lua_State *L)
 {
     struct ac_task_change chg;
-    struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
     const char *id = luaL_checkstring(L, 2), *actor = luaL_checkstring(L, 3);
     json_t *out = NULL;
-    int bad = 0, rc, n;
+    int bad = 0, n;
 
     ac_lua_checkchan(L, 1);
     luaL_checktype(L, 4, LUA_TTABLE);
@@ -252,19 +245,14 @@ static int l_update(lua_State *L)
     chg.depends_on = opt_list(L, 4, "depends_on", &bad);
     chg.files_hint = opt_list(L, 4, "files_hint", &bad);
     chg.acceptance = opt_list(L, 4, "acceptance", &bad);
-    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
-    if (n == 0) {
-        rc = ac_board_update(&b, id, actor, &chg, &out, &err);
-        if (rc == 0)
-            ac_board_sweep(&b);
-        ac_board_close(&b);
-        if (rc == -1)
-            n = fail(L, &err);
-        else {
-            push_record(L, out);
-            json_decref(out);
-            n = 1;
-        }
+    if (bad) {
+        n = bad_utf8(L);
+    } else if (ac_tasks_update(ac_lua_checkchan(L, 1), id, actor, &chg, &out, &err) == -1) {
+        n = fail(L, &err);
+    } else {
+        push_record(L, out);
+        json_decref(out);
+        n = 1;
     }
     json_decref(chg.depends_on);
     json_decref(chg.files_hint);
@@ -281,17 +269,9 @@ static int l_lease(lua_State *L)
     const char *id = luaL_checkstring(L, 3), *actor = luaL_checkstring(L, 4);
     double seconds = (double)luaL_optnumber(L, 5, 300.0);
     const char *reason = luaL_optstring(L, 6, NULL);
-    struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
     json_t *out = NULL;
-    int n = open_board(L, AC_BOARD_WRITE, &b), rc;
-    if (n)
-        return n;
-    rc = ac_lease_apply(&b, codes[op], id, actor, seconds, reason, &out, &err);
-    if (rc == 0)
-        ac_board_sweep(&b);
-    ac_board_close(&b);
-    if (rc == -1)
+    if (ac_tasks_lease(ac_lua_checkchan(L, 1), codes[op], id, actor, seconds, reason, &out, &err) == -1)
         return fail(L, &err);
     push_record(L, out);
     json_decref(out);
@@ -301,14 +281,8 @@ static int l_lease(lua_State *L)
 static int l_recover_pending(lua_State *L)
 {
     const char *actor = luaL_checkstring(L, 2), *resolve = luaL_optstring(L, 3, NULL);
-    struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
-    int n = open_board(L, AC_BOARD_WRITE, &b), rc;
-    if (n)
-        return n;
-    rc = ac_lease_recover_pending(&b, actor, resolve, &err);
-    ac_board_close(&b);
-    if (rc == -1)
+    if (ac_tasks_recover_pending(ac_lua_checkchan(L, 1), actor, resolve, &err) == -1)
         return fail(L, &err);
     lua_pushboolean(L, 1);
     return 1;

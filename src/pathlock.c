@@ -1,340 +1,43 @@
 /*
- * pathlock.c - path locks: validation, records, overlap and the lock,
- * check, unlock, recover and recover-pending operations; see pathlock.h.
- * The journal lives in pathlock_journal.c.
+ * pathlock.c - path locks: validation and the lock, check, unlock, recover
+ * and recover-pending operations; see pathlock.h. The records are
+ * lockrec.c's; the journal is the store's (a batch, src/fs/journal.c on
+ * the folder).
  *
  * Every operation runs as one session: validate the arguments (no I/O, so
  * a refused request writes nothing, not even the mutex file), take the
- * flock mutex .path-locks.lock, refuse while a journal is pending, read and
- * validate every record, decide, and (for a mutation) run the journaled
- * change. Records are read again on every command: the folder is the only
- * state, and the Python tool may have changed it in between.
+ * store's mutex (.path-locks.lock), refuse while a change is pending, read
+ * and validate every record, decide, and (for a mutation) commit one batch.
+ * Records are read again on every command: the store is the only state,
+ * and the Python tool may have changed it in between.
  *
  * Order of the checks, where the Python tool's order is observable:
  * owner, reason, duration, paths (lexical rules, then resolution), overlap
  * within the request; then the journal, the records, the conflicts.
  */
-#include "pathlock_int.h"
+#include "agentchat/pathlock.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "agentchat/audit.h"
 #include "agentchat/clock.h"
 #include "agentchat/codec.h"
-#include "agentchat/fault.h"
-#include "fs/fsutil.h"
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/pathnorm.h"
-#include "agentchat/pyjson.h"
 #include "agentchat/pystr.h"
 #include "agentchat/utf8.h"
 
-/* json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) */
-static const struct ac_json_style record_style = { 2, 0, 1, ",", ": " };
+/* PATH_LOCK_* errors: the one setter of err.h (exit 1). */
+#define ac_pl_err ac_err_code
 
 /* The last instant whose local isoformat() still has a 4-digit year (a
  * day of margin for any UTC offset): Python's datetime stops at 9999. */
 #define MAX_EXPIRY_US INT64_C(253402214400000000)
-
-/* ---------------------------------------------------------------- records */
-
-static void path_free(struct ac_lockpath *p)
-{
-    free(p->display);
-    free(p->normalized);
-    p->display = p->normalized = NULL;
-}
-
-void ac_lockrec_free(struct ac_lockrec *r)
-{
-    size_t i;
-    if (!r)
-        return;
-    if (r->borrowed) {              /* the strings live in r->json */
-        free(r->paths);
-        json_decref(r->json);
-        memset(r, 0, sizeof *r);
-        return;
-    }
-    free(r->lock_id);
-    free(r->channel);
-    free(r->owner);
-    free(r->expires_at);
-    free(r->locked_at);
-    free(r->updated_at);
-    free(r->previous_owner);
-    free(r->previous_expires_at);
-    free(r->recovery_reason);
-    for (i = 0; i < r->npaths; i++)
-        path_free(&r->paths[i]);
-    free(r->paths);
-    json_decref(r->json);
-    memset(r, 0, sizeof *r);
-}
-
-void ac_locklist_free(struct ac_locklist *l)
-{
-    size_t i;
-    for (i = 0; i < l->n; i++)
-        ac_lockrec_free(&l->v[i]);
-    free(l->v);
-    l->v = NULL;
-    l->n = 0;
-}
-
-int ac_lockrec_expired(const struct ac_lockrec *r, int64_t now_us)
-{
-    return r->expires_us <= now_us;
-}
-
-/* A string member, or NULL when absent/null; *bad when present but not a
- * string without NUL bytes. */
-static const char *member_str(const json_t *obj, const char *key, int *bad)
-{
-    const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-        *bad = 1;
-        return NULL;
-    }
-    return json_string_value(v);
-}
-
-int ac_pathlock_path_canonical(const char *p)
-{
-    const char *s;
-    if (strcmp(p, ".") == 0)
-        return 1;
-    if (ac_relpath_problem(p))
-        return 0;
-    /* No empty or "." segment, no trailing '/': what Path.as_posix() of a
-     * resolved, relative path looks like. */
-    for (s = p;;) {
-        size_t n = strcspn(s, "/");
-        if (n == 0 || (n == 1 && s[0] == '.'))
-            return 0;
-        s += n;
-        if (*s == '\0')
-            return 1;
-        s++;
-    }
-}
-
-static int bad_record(struct ac_err *err, const char *msg)
-{
-    return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "%s", msg);
-}
-
-/* Two timestamps stored under an alias must agree. Returns the value to
- * use (NULL if neither), *bad on disagreement or a wrong type. */
-static const char *aliased(const json_t *obj, const char *key, const char *alias, int *bad,
-                           int *disagree)
-{
-    int b1 = 0, b2 = 0;
-    const char *a = member_str(obj, key, &b1), *b = member_str(obj, alias, &b2);
-    if (b1 || b2) {
-        *bad = 1;
-        return NULL;
-    }
-    if (a && b && strcmp(a, b) != 0)
-        *disagree = 1;
-    return a ? a : b;
-}
-
-static int parse_record(const char *data, size_t len, const char *filename,
-                        const char *channel, struct ac_lockrec *out, struct ac_err *err)
-{
-    static const char *const required[] = { "lock_id", "channel", "owner", "locked_at",
-                                            "updated_at", "paths", NULL };
-    char msg[AC_PYJSON_MSG_MAX], stem[256], shown_a[600], shown_b[600];
-    const char *lock_id, *chan, *owner, *expires, *prev_owner, *prev_expires, *reason,
-               *locked_at, *updated_at;
-    json_t *root, *paths, *item;
-    size_t flen = strlen(filename), i;
-    int bad = 0, disagree = 0, flags = 0;
-    int64_t us;
-
-    memset(out, 0, sizeof *out);
-    root = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
-    if (!root)
-        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "could not read lock record %s: %s",
-                         filename, msg);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return bad_record(err, "lock record must be a JSON object");
-    }
-    out->json = root;
-    for (i = 0; required[i]; i++)
-        if (!json_object_get(root, required[i]))
-            goto missing;
-    if (!json_object_get(root, "expires_at") && !json_object_get(root, "lease_expires_at"))
-        goto missing;
-
-    lock_id = member_str(root, "lock_id", &bad);
-    snprintf(stem, sizeof stem, "%.*s", (int)(flen > 5 ? flen - 5 : 0), filename);
-    if (bad || !lock_id || strcmp(lock_id, stem) != 0)
-        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "lock id does not match filename '%s'",
-                         filename);
-
-    chan = member_str(root, "channel", &bad);
-    if (bad || !chan || strcmp(chan, channel) != 0) {
-        if (bad || !chan)
-            return bad_record(err, "lock channel must be a string");
-        ac_py_repr(chan, shown_a, sizeof shown_a);
-        ac_py_repr(channel, shown_b, sizeof shown_b);
-        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "lock channel %s does not match %s",
-                         shown_a, shown_b);
-    }
-    owner = member_str(root, "owner", &bad);
-    if (bad || !owner || !*owner)
-        return bad_record(err, "lock owner must be a non-empty string");
-    locked_at = member_str(root, "locked_at", &bad);
-    updated_at = member_str(root, "updated_at", &bad);
-    if (bad || !locked_at || !updated_at)
-        return bad_record(err, "lock timestamps must be strings");
-
-    expires = aliased(root, "expires_at", "lease_expires_at", &bad, &disagree);
-    if (bad || !expires)
-        return bad_record(err, "lock expiry must be a string");
-    if (disagree)
-        return bad_record(err, "expires_at and lease_expires_at disagree");
-    if (ac_isotime_parse(expires, strlen(expires), &us, &flags) == -1 ||
-        !(flags & AC_ISOTIME_HAS_OFFSET))
-        return bad_record(err, "expires_at must include an explicit UTC offset");
-    out->expires_us = us;
-
-    prev_owner = member_str(root, "previous_owner", &bad);
-    reason = member_str(root, "recovery_reason", &bad);
-    prev_expires = aliased(root, "previous_expires_at", "previous_lease_expires_at", &bad,
-                           &disagree);
-    if (bad || !((prev_owner && prev_expires && reason) || (!prev_owner && !prev_expires && !reason)))
-        return bad_record(err,
-                          "previous owner, expiry, and recovery reason must be recorded together");
-    if (disagree)
-        return bad_record(err,
-                          "previous_expires_at and previous_lease_expires_at disagree");
-
-    paths = json_object_get(root, "paths");
-    if (!json_is_array(paths) || json_array_size(paths) == 0)
-        return bad_record(err, "lock paths must be a non-empty list");
-    json_array_foreach(paths, i, item) {
-        const char *disp, *norm, *kind;
-        int pbad = 0;
-        if (!json_is_object(item) || !json_object_get(item, "display_path") ||
-            !json_object_get(item, "normalized_path") || !json_object_get(item, "kind"))
-            goto missing;
-        disp = member_str(item, "display_path", &pbad);
-        norm = member_str(item, "normalized_path", &pbad);
-        kind = member_str(item, "kind", &pbad);
-        if (pbad || !disp || !norm || !kind)
-            return bad_record(err, "lock path entries must hold strings");
-        if (!ac_pathlock_path_canonical(norm))
-            return bad_record(err, "normalized_path is not workspace-relative");
-        if (strcmp(kind, "file") != 0 && strcmp(kind, "directory") != 0)
-            return bad_record(err, "path kind must be file or directory");
-    }
-
-    /* Valid: the fields point into out->json, which the record keeps
-     * (50 records are read by every command: no copies). */
-    out->paths = calloc(json_array_size(paths), sizeof *out->paths);
-    if (!out->paths)
-        goto oom;
-    out->borrowed = 1;
-    out->lock_id = (char *)lock_id;
-    out->channel = (char *)chan;
-    out->owner = (char *)owner;
-    out->expires_at = (char *)expires;
-    out->locked_at = (char *)locked_at;
-    out->updated_at = (char *)updated_at;
-    out->previous_owner = (char *)prev_owner;
-    out->previous_expires_at = (char *)prev_expires;
-    out->recovery_reason = (char *)reason;
-    json_array_foreach(paths, i, item) {
-        struct ac_lockpath *p = &out->paths[out->npaths++];
-        p->display = (char *)json_string_value(json_object_get(item, "display_path"));
-        p->normalized = (char *)json_string_value(json_object_get(item, "normalized_path"));
-        p->is_dir = strcmp(json_string_value(json_object_get(item, "kind")), "directory") == 0;
-    }
-    return 0;
-
-missing:
-    return bad_record(err, "lock record is missing required fields");
-oom:
-    return ac_err_sys(err, ENOMEM, NULL, "could not read lock record %s", filename);
-}
-
-int ac_lockrec_parse(const char *data, size_t len, const char *filename,
-                     const char *channel, struct ac_lockrec *out, struct ac_err *err)
-{
-    if (parse_record(data, len, filename, channel, out, err) == 0)
-        return 0;
-    ac_lockrec_free(out);
-    return -1;
-}
-
-/* The record's paths as the JSON array of records and audit bodies. */
-static json_t *paths_json(const struct ac_lockrec *r)
-{
-    json_t *arr, *kept = r->json ? json_object_get(r->json, "paths") : NULL;
-    size_t i;
-    if (kept)
-        return json_deep_copy(kept);    /* hand-made records keep their bytes */
-    arr = json_array();
-    for (i = 0; arr && i < r->npaths; i++) {
-        json_t *o = json_object();
-        if (!o || json_array_append_new(arr, o) == -1 ||
-            json_object_set_new(o, "display_path", json_string(r->paths[i].display)) == -1 ||
-            json_object_set_new(o, "kind",
-                                json_string(r->paths[i].is_dir ? "directory" : "file")) == -1 ||
-            json_object_set_new(o, "normalized_path", json_string(r->paths[i].normalized)) == -1) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
-}
-
-static json_t *str_or_null(const char *s)
-{
-    return s ? json_string(s) : json_null();
-}
-
-char *ac_lockrec_encode(const struct ac_lockrec *r, size_t *len)
-{
-    json_t *o = json_object(), *paths = paths_json(r);
-    char *text = NULL;
-    if (!o || !paths ||
-        json_object_set_new(o, "channel", json_string(r->channel)) == -1 ||
-        json_object_set_new(o, "expires_at", json_string(r->expires_at)) == -1 ||
-        json_object_set_new(o, "lock_id", json_string(r->lock_id)) == -1 ||
-        json_object_set_new(o, "locked_at", json_string(r->locked_at)) == -1 ||
-        json_object_set_new(o, "owner", json_string(r->owner)) == -1 ||
-        json_object_set(o, "paths", paths) == -1 ||
-        json_object_set_new(o, "previous_expires_at", str_or_null(r->previous_expires_at)) == -1 ||
-        json_object_set_new(o, "previous_owner", str_or_null(r->previous_owner)) == -1 ||
-        json_object_set_new(o, "recovery_reason", str_or_null(r->recovery_reason)) == -1 ||
-        json_object_set_new(o, "updated_at", json_string(r->updated_at)) == -1)
-        goto out;
-    text = ac_json_dump(o, &record_style, len);
-    if (text)
-        text[(*len)++] = '\n';      /* over the NUL: the length is what counts */
-out:
-    json_decref(paths);
-    json_decref(o);
-    if (!text)
-        errno = ENOMEM;
-    return text;
-}
 
 /* ---------------------------------------------------------- validation */
 
@@ -387,18 +90,6 @@ int ac_pathlock_check_reason(const char *reason, struct ac_err *err)
     return 0;
 }
 
-int ac_pathlock_overlaps(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (strcmp(a, ".") == 0 || strcmp(b, ".") == 0)
-        return 1;
-    if (la == lb)
-        return strcmp(a, b) == 0;
-    if (la < lb)
-        return strncmp(a, b, la) == 0 && b[la] == '/';
-    return strncmp(a, b, lb) == 0 && a[lb] == '/';
-}
-
 int ac_pathlock_normalize(struct ac_chan *ch, const char *path, struct ac_lockpath *out,
                           struct ac_err *err)
 {
@@ -418,7 +109,7 @@ int ac_pathlock_normalize(struct ac_chan *ch, const char *path, struct ac_lockpa
     out->normalized = norm;
     out->is_dir = is_dir;
     if (!out->display) {
-        path_free(out);
+        ac_lockpath_free(out);
         return ac_err_sys(err, ENOMEM, NULL, "could not normalize a path");
     }
     return 0;
@@ -450,7 +141,7 @@ static int normalize_all(struct ac_chan *ch, const char *const *paths, size_t n,
     return 0;
 fail:
     for (i = 0; i < n; i++)
-        path_free(&v[i]);
+        ac_lockpath_free(&v[i]);
     free(v);
     return -1;
 }
@@ -461,7 +152,7 @@ static void paths_free(struct ac_lockpath *v, size_t n)
     if (!v)
         return;
     for (i = 0; i < n; i++)
-        path_free(&v[i]);
+        ac_lockpath_free(&v[i]);
     free(v);
 }
 
@@ -469,25 +160,18 @@ static void paths_free(struct ac_lockpath *v, size_t n)
 
 struct session {
     struct ac_chan *ch;
-    int chfd;               /* TRANSITIONAL: the journal's directory */
-    int ldfd;               /* locks/ or -1 when it does not exist */
     struct ac_mutex *mx;
     int lenient;            /* session_load skips unreadable or bad records */
 };
 
-/* Take the mutex and open locks/ if it exists. */
+/* Take the mutex. */
 static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *err)
 {
     struct ac_err merr = AC_ERR_INIT;
     int rc;
     s->ch = ch;
-    s->ldfd = -1;
     s->lenient = 0;
     s->mx = NULL;
-    s->chfd = ac_chan_dirfd(ch);
-    if (s->chfd == -1)
-        return ac_pl_err(err, "PATH_LOCK_UNSUPPORTED",
-                         "path locks need a file-system channel (store '%s')", ch->store->ops->name);
     rc = ac_chan_mutex_acquire(ch, AC_PATHLOCK_MUTEX, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0,
                                &s->mx, &merr);
     if (rc == AC_MUTEX_TIMEOUT)
@@ -502,51 +186,25 @@ static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *er
         }
         return ac_err_sys(err, merr.sys_errno, NULL, "could not lock %s", AC_PATHLOCK_MUTEX);
     }
-    s->ldfd = ac_open_dir_at(s->chfd, AC_PATHLOCK_DIR);
-    if (s->ldfd == -1 && errno != ENOENT) {
-        ac_err_sys(err, errno, NULL, "could not open %s/", AC_PATHLOCK_DIR);
-        ac_mutex_release(s->mx);
-        s->mx = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-/* Create locks/ when the first lock is about to be written (a refused
- * request leaves no directory behind). */
-static int session_make_dir(struct session *s, struct ac_err *err)
-{
-    if (s->ldfd != -1)
-        return 0;
-    if (ac_sys_mkdirat(s->chfd, AC_PATHLOCK_DIR, 0755) == -1 && errno != EEXIST)
-        return ac_err_sys(err, errno, NULL, "could not create %s/", AC_PATHLOCK_DIR);
-    s->ldfd = ac_open_dir_at(s->chfd, AC_PATHLOCK_DIR);
-    if (s->ldfd == -1)
-        return ac_err_sys(err, errno, NULL, "could not open %s/", AC_PATHLOCK_DIR);
     return 0;
 }
 
 static void session_close(struct session *s)
 {
-    if (s->ldfd != -1)
-        close(s->ldfd);
-    s->ldfd = -1;
     ac_mutex_release(s->mx);
     s->mx = NULL;
 }
 
-/* Refuse while a journal exists (usable or not). */
+/* Refuse while a change is pending (its journal usable or not). */
 static int session_gate(struct session *s, struct ac_err *err)
 {
-    struct ac_pl_journal j;
-    int rc = ac_pl_journal_read(s->ldfd, &j, err);
+    struct ac_pending p;
+    int rc = ac_chan_pending_read(s->ch, AC_BATCH_PATHLOCK, &p, err);
     if (rc == -1)
         return -1;
-    if (rc == 1) {
-        ac_pl_journal_free(&j);
+    if (rc == 1)
         return ac_pl_err(err, "PATH_LOCK_TRANSACTION_PENDING",
                          "a previous path-lock mutation needs explicit recovery");
-    }
     return 0;
 }
 
@@ -570,8 +228,8 @@ static int session_load(struct session *s, struct ac_locklist *out, struct ac_er
     out->v = NULL;
     out->n = 0;
     if (ac_chan_rec_scan(s->ch, AC_LOCKS, NULL, 0, &set, &serr) == -1)
-        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL, "could not list %s/",
-                          AC_PATHLOCK_DIR);
+        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL, "could not %s %s/",
+                          serr.sys_errno == ENOMEM ? "list" : "open", AC_PATHLOCK_DIR);
     out->v = calloc(set.n ? set.n : 1, sizeof *out->v);
     if (!out->v) {
         ac_recset_free(&set);
@@ -624,7 +282,7 @@ static int find_target(struct session *s, const struct ac_locklist *l, const cha
                         *idx = i;
                     break;
                 }
-        path_free(&lp);
+        ac_lockpath_free(&lp);
     }
     if (hits == 0)
         return ac_pl_err(err, "PATH_LOCK_NOT_FOUND", "lock record does not exist: %s", shown);
@@ -658,110 +316,21 @@ struct mutation {
     json_t *audit;              /* the audit body, transaction_id added here */
 };
 
-/* Undo an applied-or-not change in process and drop the journal; a failure
- * leaves the journal for recover-pending. */
-static void roll_back(struct session *s, const struct ac_pl_journal *j)
-{
-    if (ac_pl_restore_before(s->ldfd, j) == 0)
-        ac_pl_journal_remove(s->ldfd);
-}
-
-/* Apply the change to the record file. errno is meaningful on -1.
- * The record's directory entry is made durable by the directory sync of
- * the next journal write (same directory), which must happen before the
- * audit message anyway; if a power cut loses the entry first, the journal
- * still says "prepared" or "applied" without an audit message, and the
- * rollback finds nothing to undo. */
-static int apply(struct session *s, const struct ac_pl_journal *j)
-{
-    if (j->after)
-        return ac_write_atomic(s->ldfd, j->target, j->after, j->after_len, 0644,
-                               (strcmp(j->operation, "lock") == 0 ? AC_ATOMIC_NOREPLACE
-                                                                  : AC_ATOMIC_REPLACE) |
-                                   AC_ATOMIC_NO_DIRSYNC,
-                               "pathlock.record");
-    if (AC_FAULT("pathlock.record.unlink") == -1 || ac_sys_unlinkat(s->ldfd, j->target, 0) == -1)
-        return -1;
-    return 0;
-}
-
+/* One batch of the store (AC_BATCH_PATHLOCK): the record change and its
+ * audit message, all or nothing (on the folder: the path-lock journal). */
 static int run_mutation(struct session *s, const struct mutation *m, struct ac_err *err)
 {
-    struct ac_pl_journal j;
-    int e;
-
-    memset(&j, 0, sizeof j);
-    if (ac_uuid4_hex(j.txid) == -1)
-        return ac_err_sys(err, errno, NULL, "could not make a transaction id");
-    snprintf(j.operation, sizeof j.operation, "%s", m->operation);
-    snprintf(j.event, sizeof j.event, "%s", m->event);
-    snprintf(j.target, sizeof j.target, "%s.json", m->lock_id);
-    snprintf(j.phase, sizeof j.phase, "prepared");
-    /* The journal borrows the caller's buffers (never freed here). */
-    j.actor = (char *)m->actor;
-    j.before = (char *)m->before;
-    j.before_len = m->before_len;
-    j.after = (char *)m->after;
-    j.after_len = m->after_len;
-
-    /* 1. prepared */
-    if (ac_pl_journal_write(s->ldfd, &j, "prepared", 1, "pathlock.journal.prepared") == -1) {
-        e = errno;
-        if (e == EEXIST)
-            return ac_pl_err(err, "PATH_LOCK_TRANSACTION_PENDING",
-                             "a previous path-lock mutation needs explicit recovery");
-        /* It may have been published before the failure (a failed
-         * directory sync): nothing was applied, so it can go. */
-        ac_pl_journal_remove(s->ldfd);
-        return ac_err_sys(err, e, NULL, "could not write the path-lock journal");
-    }
-    /* 2. apply */
-    if (apply(s, &j) == -1) {
-        e = errno;
-        if (e == EEXIST)            /* link() refused: nothing of ours to undo */
-            ac_pl_journal_remove(s->ldfd);
-        else
-            roll_back(s, &j);
-        return ac_err_sys(err, e, NULL, "could not write lock record %s", j.target);
-    }
-    /* 3. applied */
-    if (ac_pl_journal_write(s->ldfd, &j, "applied", 0, "pathlock.journal.applied") == -1) {
-        e = errno;
-        roll_back(s, &j);
-        return ac_err_sys(err, e, NULL, "could not update the path-lock journal");
-    }
-    snprintf(j.phase, sizeof j.phase, "applied");
-    /* 4. the audit message */
-    if (json_object_set_new(m->audit, "transaction_id", json_string(j.txid)) == -1)
-        return ac_err_sys(err, ENOMEM, NULL, "could not compose the audit message");
-    if (ac_audit_post(s->ch, m->actor, m->event, m->lock_id, m->audit, NULL, err) == -1) {
-        /* The post may have failed after its message was published (a
-         * failed directory sync): decide as recover-pending would. */
-        struct ac_err rerr = AC_ERR_INIT;
-        enum ac_pathlock_outcome oc = AC_PENDING_NONE;
-        if (ac_pl_journal_resolve(s->ch, s->ldfd, &j, AC_RESOLVE_AUTO, &oc, &rerr) == 0 &&
-            oc == AC_PENDING_COMPLETED) {
-            memset(err, 0, sizeof *err);
-            return 0;
-        }
-        return -1;
-    }
-    /* 5. published, 6. done. Both are only bookkeeping: an applied journal
-     * whose audit message exists resolves exactly like a published one,
-     * so neither needs its own directory sync nor can fail the command. */
-    ac_pl_journal_write(s->ldfd, &j, "published", 0, "pathlock.journal.published");
-    if (ac_pl_journal_remove(s->ldfd) == -1)
-        return ac_pl_err(err, "PATH_LOCK_TRANSACTION_PENDING",
-                         "the path-lock change was applied and announced, but its journal "
-                         "could not be removed (%s); run recover-pending", strerror(errno));
-    return 0;
+    struct ac_change c = { AC_LOCKS, m->lock_id, m->before, m->before_len, m->after, m->after_len };
+    struct ac_batch b = { AC_BATCH_PATHLOCK, &c, 1, m->actor, m->event, m->lock_id, m->audit, NULL,
+                          m->operation };
+    return ac_chan_batch_commit(s->ch, &b, err);
 }
 
 /* The audit body fields common to the three events. */
 static json_t *audit_body(const char *channel, const char *event, const struct ac_lockrec *r,
                           const char *updated_at)
 {
-    json_t *o = json_object(), *paths = paths_json(r);
+    json_t *o = json_object(), *paths = ac_lockrec_paths_json(r);
     if (!o || !paths ||
         json_object_set_new(o, "channel", json_string(channel)) == -1 ||
         json_object_set_new(o, "event", json_string(event)) == -1 ||
@@ -861,8 +430,6 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
         ac_err_sys(err, ENOMEM, NULL, "could not compose the lock record");
         goto out;
     }
-    if (session_make_dir(&s, err) == -1)
-        goto out;
     m.operation = "lock";
     m.event = "path.locked";
     m.lock_id = id;
@@ -1089,12 +656,54 @@ out:
     return rc;
 }
 
+/* Resolve the pending change `p` (see pathlock.h for the decision table):
+ * its records settled, its journal removed. */
+static int resolve_pending(struct ac_chan *ch, const struct ac_pending *p,
+                           enum ac_pathlock_resolve resolve, enum ac_pathlock_outcome *outcome,
+                           struct ac_err *err)
+{
+    struct ac_err serr = AC_ERR_INIT;
+    int complete, rc;
+
+    if (strcmp(p->phase, "prepared") == 0) {
+        if (resolve != AC_RESOLVE_AUTO)
+            return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
+                             "publication resolution applies only to applied or published "
+                             "transactions");
+        complete = 0;
+    } else if (resolve == AC_RESOLVE_ROLLBACK) {
+        complete = 0;
+    } else if (resolve == AC_RESOLVE_PUBLISHED || strcmp(p->phase, "published") == 0) {
+        complete = 1;
+    } else {
+        /* applied: was the audit message posted before the crash? */
+        complete = 0;
+        if (p->txid[0] && strlen(p->txid) <= 64) {
+            complete = ac_audit_find_transaction(ch, p->txid, err);
+            if (complete == -1)
+                return -1;
+        }
+    }
+    rc = ac_chan_pending_settle(ch, AC_BATCH_PATHLOCK, complete ? AC_SETTLE_VERIFY : AC_SETTLE_ROLLBACK,
+                                &serr);
+    if (rc == -1)
+        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL, "could not %s lock record %s.json",
+                          complete ? "read" : "restore", p->subject);
+    if (rc == 1)
+        return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID", "published transaction does not match lock state");
+    if (ac_chan_pending_clear(ch, AC_BATCH_PATHLOCK, &serr) == -1)
+        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL,
+                          "could not remove the path-lock journal");
+    *outcome = complete ? AC_PENDING_COMPLETED : AC_PENDING_ROLLED_BACK;
+    return 0;
+}
+
 int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
                                 enum ac_pathlock_resolve resolve,
                                 struct ac_pending_info *info, struct ac_err *err)
 {
     struct session s;
-    struct ac_pl_journal j;
+    struct ac_pending p;
     enum ac_pathlock_outcome oc = AC_PENDING_NONE;
     int rc;
 
@@ -1104,16 +713,14 @@ int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
         return -1;
     if (session_open(&s, ch, err) == -1)
         return -1;
-    rc = ac_pl_journal_read(s.ldfd, &j, err);
+    rc = ac_chan_pending_read(ch, AC_BATCH_PATHLOCK, &p, err);
     if (rc == 1) {
         if (info) {
-            size_t tl = strlen(j.target);
-            snprintf(info->transaction_id, sizeof info->transaction_id, "%s", j.txid);
-            snprintf(info->operation, sizeof info->operation, "%s", j.operation);
-            snprintf(info->lock_id, sizeof info->lock_id, "%.*s", (int)(tl - 5), j.target);
+            snprintf(info->transaction_id, sizeof info->transaction_id, "%s", p.txid);
+            snprintf(info->operation, sizeof info->operation, "%s", p.operation);
+            snprintf(info->lock_id, sizeof info->lock_id, "%s", p.subject);
         }
-        rc = ac_pl_journal_resolve(ch, s.ldfd, &j, resolve, &oc, err);
-        ac_pl_journal_free(&j);
+        rc = resolve_pending(ch, &p, resolve, &oc, err);
     }
     /* Temp files a crash left in locks/: only ever created under the
      * mutex, so any that exists while we hold it is dead. */
@@ -1129,7 +736,6 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
                      int *pending, char *pending_id, struct ac_err *err)
 {
     struct session s;
-    struct ac_pl_journal j;
     int rc;
 
     out->v = NULL;
@@ -1143,13 +749,12 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
     s.lenient = (flags & AC_LIST_LENIENT) != 0;
     if (flags & AC_LIST_IGNORE_JOURNAL) {
         struct ac_err jerr = AC_ERR_INIT;
-        if (ac_pl_journal_read(s.ldfd, &j, &jerr) == 1) {
-            size_t tl = strlen(j.target);
+        struct ac_pending p;
+        if (ac_chan_pending_read(ch, AC_BATCH_PATHLOCK, &p, &jerr) == 1) {
             if (pending)
                 *pending = 1;
             if (pending_id)
-                snprintf(pending_id, 256, "%.*s", (int)(tl - 5), j.target);
-            ac_pl_journal_free(&j);
+                snprintf(pending_id, 256, "%s", p.subject);
         }
         rc = 0;
     } else {

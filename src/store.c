@@ -224,9 +224,50 @@ int ac_chan_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct
     return CHOPS(ch)->fsck(ch, flags, r, err);
 }
 
-int ac_chan_dirfd(struct ac_chan *ch)
+/* A batch's failures carry its family's codes (store.h); so does the
+ * wrapper's own fault point. */
+static int batch_fault(int kind, struct ac_err *err)
 {
-    return HAS(ch->store, 2, chan_dirfd) ? CHOPS(ch)->chan_dirfd(ch) : -1;
+    if (AC_FAULT("store.batch") == 0)
+        return 0;
+    if (kind == AC_BATCH_PATHLOCK)
+        return ac_err_sys(err, errno, NULL, "could not change the path locks");
+    return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not change the task board");
+}
+
+int ac_chan_batch_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, batch_commit))
+        return unsupported(ch->store, "change records", err);
+    if (batch_fault(b->kind, err) == -1)
+        return -1;
+    return CHOPS(ch)->batch_commit(ch, b, err);
+}
+
+int ac_chan_pending_read(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!HAS(ch->store, 2, pending_read))
+        return 0;               /* a store without journals has nothing pending */
+    return CHOPS(ch)->pending_read(ch, kind, out, err);
+}
+
+int ac_chan_pending_settle(struct ac_chan *ch, int kind, int how, struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, pending_settle))
+        return unsupported(ch->store, "resolve a pending change", err);
+    if (AC_FAULT("store.pending_settle") == -1)
+        return ac_err_sys(err, errno, NULL, "could not resolve the pending change");
+    return CHOPS(ch)->pending_settle(ch, kind, how, err);
+}
+
+int ac_chan_pending_clear(struct ac_chan *ch, int kind, struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, pending_clear))
+        return unsupported(ch->store, "resolve a pending change", err);
+    if (AC_FAULT("store.pending_clear") == -1)
+        return ac_err_sys(err, errno, NULL, "could not remove the pending change");
+    return CHOPS(ch)->pending_clear(ch, kind, err);
 }
 
 /* ---- helpers ---- */

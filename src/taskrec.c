@@ -22,22 +22,6 @@ const char *const ac_task_fields[AC_TASK_NFIELDS] = {
 
 static const char *const statuses[] = { "open", "in_progress", "blocked", "done", "cancelled" };
 
-int ac_task_err(struct ac_err *err, const char *code, const char *fmt, ...)
-{
-    int saved = errno;
-    if (err) {
-        va_list ap;
-        err->code = code;
-        err->exit_code = AC_EXIT_USAGE;
-        err->sys_errno = 0;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    errno = saved;
-    return -1;
-}
-
 int ac_safe_name(const char *s)
 {
     size_t i;
@@ -351,5 +335,72 @@ int ac_task_parse(const char *file, const char *data, size_t len, int sys_errno,
     if (!v)
         return ac_task_err(err, "TASK_INVALID_RECORD", "could not read task record %s: %s", file, msg);
     *out = v;
+    return 0;
+}
+
+/* Unknown dependencies first (in id order), then cycles by depth-first
+ * search from each id in order; the task reported is the one met again
+ * while still on the path (a self-dependency reports itself). Iterative,
+ * so a hostile chain cannot exhaust the stack. */
+int ac_task_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
+{
+    size_t i, j, n = json_array_size(ids);
+    json_t *id, *state, *dep;
+    struct frame {
+        const char *id;
+        size_t next;
+    } *stack;
+    size_t top;
+
+    json_array_foreach(ids, i, id) {
+        json_t *rec = json_object_get(tasks, json_string_value(id));
+        json_array_foreach(json_object_get(rec, "depends_on"), j, dep)
+            if (!json_object_get(tasks, json_string_value(dep)))
+                return ac_task_err(err, "TASK_UNKNOWN_DEPENDENCY",
+                                   "task %s references unknown dependency %s",
+                                   json_string_value(id), json_string_value(dep));
+    }
+    state = json_object();                  /* id -> 1 visiting, 2 done */
+    stack = malloc((n + 1) * sizeof *stack);
+    if (!state || !stack) {
+        json_decref(state);
+        free(stack);
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check the task graph");
+    }
+    json_array_foreach(ids, i, id) {
+        if (json_object_get(state, json_string_value(id)))
+            continue;
+        top = 0;
+        stack[top].id = json_string_value(id);
+        stack[top].next = 0;
+        json_object_set_new(state, stack[top].id, json_integer(1));
+        while (1) {
+            struct frame *f = &stack[top];
+            json_t *deps = json_object_get(json_object_get(tasks, f->id), "depends_on");
+            if (f->next < json_array_size(deps)) {
+                const char *d = json_string_value(json_array_get(deps, f->next++));
+                json_int_t st = json_integer_value(json_object_get(state, d));
+                if (st == 1) {
+                    json_decref(state);
+                    free(stack);
+                    return ac_task_err(err, "TASK_DEPENDENCY_CYCLE",
+                                       "dependency cycle includes task %s", d);
+                }
+                if (st == 0) {
+                    top++;
+                    stack[top].id = d;
+                    stack[top].next = 0;
+                    json_object_set_new(state, d, json_integer(1));
+                }
+                continue;
+            }
+            json_object_set_new(state, f->id, json_integer(2));
+            if (top == 0)
+                break;
+            top--;
+        }
+    }
+    json_decref(state);
+    free(stack);
     return 0;
 }

@@ -5,15 +5,15 @@
  * held (flock; readers too, as the Python tool does), every record of
  * tasks/ read and validated, and the dependency graph checked, so one bad
  * record makes every command fail with its code, exactly as the Python
- * tool behaves. Mutations then write records atomically and post their
- * audit message; lease mutations go through the lease journal (lease.h).
+ * tool behaves. The layers: task records (taskrec.h) -> the board (this
+ * file: the locked snapshot, the graph, a plain record change) -> leases
+ * (lease.h) -> the tasks module (tasks.h: every task command).
  *
- * Calling sequence:
+ * Calling sequence (the tasks module does this for each command):
  *     struct ac_board b;
  *     if (ac_board_open(ch, AC_BOARD_WRITE, &b, &err) == -1) fail;
- *     json_t *task;
- *     rc = ac_board_create(&b, &spec, &task, &err);   // or update, lease ops
- *     ...
+ *     json_t *task = ac_board_get(&b, "t1", &err);
+ *     ... ac_board_check_candidate / ac_board_commit_plain ...
  *     ac_board_close(&b);
  *
  * Error handling: -1 with err filled (TASK_* and LEASE_* codes exit 2).
@@ -46,7 +46,6 @@ enum {
 
 struct ac_board {
     struct ac_chan *ch;
-    int chfd;                /* TRANSITIONAL: the record writers' directory */
     const char *channel;
     struct ac_mutex *mutex;  /* AC_MUTEX_TASKS, held while open */
     json_t *tasks;           /* object: id -> record */
@@ -72,48 +71,22 @@ json_t *ac_board_get(struct ac_board *b, const char *id, struct ac_err *err);
  * Empty when ready. malloc'ed, or NULL on ENOMEM. */
 char *ac_board_blocking(struct ac_board *b, const json_t *rec, int with_status);
 
-struct ac_task_spec {
-    const char *id;
-    const char *created_by;
-    const char *title;
-    const char *owner;           /* NULL or "" for none */
-    json_t *depends_on;          /* arrays of strings (borrowed) */
-    json_t *files_hint;
-    json_t *acceptance;
-    const char *branch;          /* NULL for none ("" is an error) */
-};
-
-/* task create: the new record (new reference) in *out. */
-int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t **out,
-                    struct ac_err *err);
-
-struct ac_task_change {
-    const char *title;           /* NULL: unchanged */
-    const char *owner;           /* NULL: unchanged; "" clears */
-    int clear_owner;
-    json_t *depends_on;          /* NULL: unchanged */
-    json_t *files_hint;
-    json_t *acceptance;
-    const char *branch;
-    int clear_branch;
-    const char *status;
-};
-
-/* task update by `actor`: the new record (new reference) in *out. */
-int ac_board_update(struct ac_board *b, const char *id, const char *actor,
-                    const struct ac_task_change *chg, json_t **out, struct ac_err *err);
-
-/* Helpers shared with lease.c. */
-/* The change of a task without a lease journal (create: cur NULL; update;
- * block without a lease): write `rec` as its record, post the `event` audit
- * message from `actor`, and put rec in b->tasks. A failure once the record
- * is in place (its directory sync, the audit post) restores the previous
- * bytes (or removes a created record): TASK_IO_ERROR, or
- * TASK_AUDIT_ROLLBACK_FAILED if that fails too. A crash in between still
- * leaves the record without its message (no journal, SPEC 3.5). */
+/* The change of a task without a lease (create: cur NULL; update; block
+ * without a lease): one batch of the store (AC_BATCH_TASK) that writes
+ * `rec` as its record and posts the `event` audit message from `actor`;
+ * then rec is put in b->tasks. A failure once the record is in place (its
+ * directory sync, the audit post) restores the previous bytes (or removes
+ * a created record): TASK_IO_ERROR, or TASK_AUDIT_ROLLBACK_FAILED if that
+ * fails too. A crash in between still leaves the record without its
+ * message (not journaled, SPEC 3.5). */
 int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
                           const char *event, struct ac_err *err);
-int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err);
+
+/* Validate a candidate record and the dependency graph with it in place
+ * (TASK_* of taskrec.h). */
+int ac_board_check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err);
+
+/* TASK_DEPENDENCY_NOT_READY when a dependency of rec is not done. */
 int ac_board_deps_ready(struct ac_board *b, const json_t *rec, struct ac_err *err);
 json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t *before,
                             const json_t *after);

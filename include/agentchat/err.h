@@ -47,6 +47,15 @@ int ac_err_set(struct ac_err *err, int exit_code, const char *code,
                const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The exit code of an error code (SPEC.md 2.5), the one table of them:
+ * TASK_*, LEASE_*, EVENT_*, USAGE, ETIMEDOUT and RECEIPT_TIMEOUT exit 2,
+ * CLAIM_LOST 3, INTERRUPTED 130, every other code 1. */
+int ac_err_exit_for(const char *code);
+
+/* ac_err_set with the exit code of `code` (ac_err_exit_for). */
+int ac_err_code(struct ac_err *err, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Like ac_err_set, but appends ": <strerror(errnum)>" and records errnum in
  * sys_errno. Code is "IO_ERROR" unless given. */
 int ac_err_sys(struct ac_err *err, int errnum, const char *code,

@@ -38,7 +38,7 @@
  *
  * Calling sequence:
  *     struct ac_fsck_report r = {0};
- *     if (ac_fsck_channel(chfd, "dev", AC_FSCK_REPAIR, &r, &err) == -1) fail;
+ *     if (ac_chan_fsck(ch, AC_FSCK_REPAIR, &r, &err) == -1) fail;
  *     for (i = 0; i < r.n; i++) ... r.v[i].code, r.v[i].message ...
  *     ac_fsck_report_free(&r);
  *
@@ -79,10 +79,9 @@ struct ac_fsck_report {
     size_t n, cap;
 };
 
-/* Check the channel (its name is in the messages and the commands they
- * suggest); append the findings to *r. */
-struct ac_chan;
-int ac_fsck_channel(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
+/* The check itself is the store's (ac_chan_fsck in store.h: append the
+ * findings of one channel to *r); the file-system backend's is
+ * src/fs/fsck.c. */
 
 void ac_fsck_report_free(struct ac_fsck_report *r);
 

@@ -33,6 +33,10 @@ extern const struct ac_json_style ac_json_py_indent2;
 /* Serialise v. Returns a malloc'ed NUL-terminated string or NULL (ENOMEM). */
 char *ac_json_dump(const json_t *v, const struct ac_json_style *st, size_t *len);
 
+/* The same plus a final "\n": the bytes of a record or journal file
+ * (json.dumps(...) + "\n"). */
+char *ac_json_dump_line(const json_t *v, const struct ac_json_style *st, size_t *len);
+
 /* Python repr() of a float ("1.0", "0.25", "1e-05", "inf", "nan"). */
 void ac_py_float_repr(double x, char out[32]);
 

@@ -1,33 +1,38 @@
 /*
- * lease.h - task leases and the lease journal (SPEC.md 2.4 "Leases", 3.6).
+ * lease.h - task leases (SPEC.md 2.4 "Leases", 3.6).
  *
- * A lease is the claim file claims/<task>.<owner>.json plus the task
- * record's owner and lease_expires_at, which must agree. Every lease
- * mutation (claim, renew, release, done, recover, and the release/done
- * fallbacks on a task without a lease) changes the task record and the
- * claim files through one journal, claims/.lease-transaction.json
- * (version 2, pretty JSON with sorted keys):
+ * A lease is the claim record claims/<task>.<owner>.json (claimrec.h) plus
+ * the task record's owner and lease_expires_at, which must agree. Every
+ * lease mutation (claim, renew, release, done, recover, and the release and
+ * done fallbacks on a task without a lease) changes the task record and
+ * the claim records in one batch of the store (store.h, AC_BATCH_LEASE):
+ * the records and the audit message, whose body carries the transaction
+ * id, all or nothing. On the folder the batch is the lease journal
+ * claims/.lease-transaction.json (src/fs/journal.c):
  *
- *   1. write the journal, phase "prepared" (task_before / task_after and
- *      each claim file's previous / next bytes, base64; null = absent);
- *   2. write the task record, then create (O_EXCL, via link()), replace or
- *      unlink the claim files;
- *   3. set the phase to "applied";
- *   4. post the audit message, whose body carries the transaction_id;
- *   5. set the phase to "published";
- *   6. delete the journal.
+ *   1. the journal, phase "prepared" (task_before / task_after and each
+ *      claim file's previous / next bytes, base64; null = absent);
+ *   2. the task record, then the claim files;
+ *   3. phase "applied";
+ *   4. the audit message (fault point lease.audit before it);
+ *   5. phase "published";
+ *   6. the journal removed.
  *
- * A crash anywhere leaves the old state (before 2), the new state (after
- * 6), or a journal. While a journal exists every lease operation and task
- * update fails with LEASE_TRANSACTION_PENDING until `recover-pending`
- * rolls it back (prepared; applied whose audit message is not found) or
- * verifies and removes it (published; applied whose audit message exists,
- * found by scanning every message file for "transaction_id": "<id>").
- * If the audit post itself fails, the mutation is rolled back in-process
- * (LEASE_AUDIT_FAILED, or LEASE_AUDIT_ROLLBACK_FAILED).
+ * A crash anywhere leaves the old state, the new state, or a pending
+ * batch. While one is pending every lease operation and task update fails
+ * with LEASE_TRANSACTION_PENDING until `recover-pending` rolls it back
+ * (prepared; applied whose audit message is not found) or verifies and
+ * removes it (published; applied whose audit message exists, found by
+ * scanning every message for "transaction_id": "<id>"), and posts its own
+ * audit message (lease.transaction.recovered / .cleaned). If the audit post
+ * itself fails, the mutation is rolled back in-process (LEASE_AUDIT_FAILED,
+ * or LEASE_AUDIT_ROLLBACK_FAILED).
  *
- * Every durable step is a fault point (lease.journal.*, lease.task.*,
- * lease.claim.*, lease.audit, ...) for the crash tests.
+ * Calling sequence: inside an open board (board.h), usually through the
+ * tasks module (tasks.h), which also sweeps the debris afterwards:
+ *     rc = ac_lease_apply(&b, AC_LEASE_CLAIM, "t1", "alice", 300, NULL, &rec, &err);
+ *
+ * Error handling: -1 with err (LEASE_* and TASK_*, exit 2).
  */
 #ifndef AGENTCHAT_LEASE_H
 #define AGENTCHAT_LEASE_H
@@ -35,8 +40,6 @@
 #include <jansson.h>
 
 #include "agentchat/board.h"
-
-#define AC_LEASE_JOURNAL ".lease-transaction.json"
 
 enum ac_lease_op {
     AC_LEASE_CLAIM,
@@ -57,24 +60,14 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
 int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,
                              struct ac_err *err);
 
-/* LEASE_TRANSACTION_PENDING (or _INVALID) when a journal exists, else 0. */
+/* LEASE_TRANSACTION_PENDING (or _INVALID) when a lease batch is pending,
+ * else 0. */
 int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err);
 
-/* What a pending journal is about (for fsck, which only reports it). */
-struct ac_lease_pending {
-    char phase[16];
-    char task_id[256];
-    char event[64];
-};
-
-/* Read the journal without acting on it: 1 and *out filled when a usable
- * journal exists, 0 when there is none, -1 with LEASE_TRANSACTION_INVALID
- * (the message recover-pending would give) for one it cannot use. */
-int ac_lease_journal_peek(struct ac_board *b, struct ac_lease_pending *out, struct ac_err *err);
-
-/* The claim of task `id`: *claim (new reference) and *claim_file (malloc'ed)
- * or both NULL; *expired when its lease_expires_at has passed. */
-int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_file,
+/* The claim of task `id`: *claim (new reference) and *claim_name (its
+ * record name, malloc'ed) or both NULL; *expired when its lease_expires_at
+ * has passed. */
+int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_name,
                    int *expired, struct ac_err *err);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * pathlock.h - path locks on workspace files and directories (SPEC.md 2.2,
- * 3.7, 3.9): lock records, overlap, the path-lock journal and its recovery.
+ * 3.7, 3.9): the lock, check, unlock, recover and recover-pending
+ * operations. The records themselves are lockrec.h's.
  *
  * An agent reserves files and directories of the channel's workspace for a
  * lease. A lock is one record `locks/<lock_id>.json` holding one or more
@@ -13,14 +14,11 @@
  *   <channel>/locks/<lock_id>.json           one active lock (uuid4 hex id)
  *   <channel>/locks/.path-lock-transaction.json   the journal of a mutation
  *
- * Record (indent 2, sorted keys, UTF-8, trailing newline):
- *   channel, expires_at, lock_id, locked_at, owner,
- *   paths: [{display_path, kind: file|directory, normalized_path}],
- *   previous_expires_at, previous_owner, recovery_reason, updated_at
- * The reader also takes the aliases lease_expires_at and
- * previous_lease_expires_at (equal to the main fields when both exist).
+ * Every mutation is one batch of the store (store.h, AC_BATCH_PATHLOCK):
+ * the record change and its audit message, all or nothing. On the folder
+ * the batch is the path-lock journal of src/fs/journal.c:
  *
- * Journal (same layout): version 1, transaction_id, phase
+ * Journal (the record's layout): version 1, transaction_id, phase
  * prepared|applied|published, operation lock|unlock|recover, event
  * path.locked|path.lock.unlocked|path.lock.recovered, target "<id>.json"
  * (or "locks/<id>.json"), before and after (base64 of the record file's
@@ -66,54 +64,12 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
+#include "agentchat/lockrec.h"
 #include "agentchat/store.h"
 
 #define AC_PATHLOCK_MUTEX AC_MUTEX_PATHLOCKS
 #define AC_PATHLOCK_DIR "locks"
-#define AC_PATHLOCK_JOURNAL ".path-lock-transaction.json"
 #define AC_PATHLOCK_DEFAULT_LEASE 300.0
-
-/* Largest lock record or journal we read (a record lists paths; 16 MB is
- * far beyond any real one and bounds a hostile file). */
-#define AC_PATHLOCK_FILE_CAP (16u << 20)
-
-struct ac_lockpath {
-    char *display;          /* display_path: the argument as given */
-    char *normalized;       /* normalized_path: workspace-relative */
-    int is_dir;             /* kind: 1 "directory", 0 "file" */
-};
-
-/* One lock record as read (or about to be written). Strings are
- * NUL-terminated, owned by the record (malloc'ed, or inside `json` for a
- * parsed one); the optional ones are NULL for JSON null. Treat as read-only
- * and release with ac_lockrec_free(). */
-struct ac_lockrec {
-    char *lock_id;
-    char *channel;
-    char *owner;
-    char *expires_at;       /* expires_at, or its alias lease_expires_at */
-    char *locked_at;
-    char *updated_at;
-    char *previous_owner;
-    char *previous_expires_at;
-    char *recovery_reason;
-    struct ac_lockpath *paths;
-    size_t npaths;
-    int64_t expires_us;     /* expires_at as microseconds since 1970 */
-    json_t *json;           /* the parsed record (NULL for a new one) */
-    int borrowed;           /* the strings point into json (parsed records) */
-};
-
-struct ac_locklist {
-    struct ac_lockrec *v;   /* sorted by lock id (file name) */
-    size_t n;
-};
-
-void ac_lockrec_free(struct ac_lockrec *r);
-void ac_locklist_free(struct ac_locklist *l);
-
-/* True when the record has expired at `now_us` (expiry <= now). */
-int ac_lockrec_expired(const struct ac_lockrec *r, int64_t now_us);
 
 /* ---- validation (no I/O) ---- */
 
@@ -129,13 +85,6 @@ int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err);
 /* Non-empty (after stripping whitespace) and free of control characters:
  * PATH_LOCK_INVALID_REASON. */
 int ac_pathlock_check_reason(const char *reason, struct ac_err *err);
-
-/* Do two normalized paths overlap? Equal, one a '/'-prefix of the other,
- * or either is ".". */
-int ac_pathlock_overlaps(const char *a, const char *b);
-
-/* Is a stored normalized_path canonical and workspace-relative? */
-int ac_pathlock_path_canonical(const char *p);
 
 /* Normalize `path` in the channel's workspace (SPEC 3.7,
  * ac_chan_path_resolve): fills *out (display = path) or fails with
@@ -209,14 +158,5 @@ enum {
  * pending_id (at least 256 bytes, may be NULL) to the lock id it concerns. */
 int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
                      int *pending, char *pending_id, struct ac_err *err);
-
-/* The exact bytes of a record file (sorted keys, indent 2, UTF-8, "\n").
- * malloc'ed, or NULL (ENOMEM). */
-char *ac_lockrec_encode(const struct ac_lockrec *r, size_t *len);
-
-/* Parse and validate record bytes read from `filename` of channel
- * `channel` (PATH_LOCK_INVALID_RECORD with the Python tool's messages). */
-int ac_lockrec_parse(const char *data, size_t len, const char *filename,
-                     const char *channel, struct ac_lockrec *out, struct ac_err *err);
 
 #endif

@@ -72,12 +72,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "agentchat/err.h"
 #include "agentchat/frontmatter.h"
 
 /* 1: channels, messages, cursors, notification, the legacy marker claim.
- * 2: record families, mutexes, blobs, workspace paths, fsck, and
- *    notification of acks and cursors (receipts). */
+ * 2: record families, mutexes, blobs, workspace paths, fsck, batches and
+ *    pending batches, and notification of acks and cursors (receipts). */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -212,6 +214,68 @@ enum {
 #define AC_MUTEX_TIMEOUT 1    /* the deadline passed while another held it */
 #define AC_MUTEX_BUSY 2       /* deadline 0 (one try) and another holds it */
 
+/* ---- batches: record changes plus their audit message ---- */
+
+/* What a batch is, which decides how a backend makes it all-or-nothing and
+ * which codes its failures carry (the folder: which journal records it,
+ * SPEC.md 3.5-3.7):
+ *   AC_BATCH_TASK      a task created or changed without a lease (one task
+ *                      record); not journaled: a failed audit post undoes
+ *                      the record (TASK_IO_ERROR, TASK_AUDIT_ROLLBACK_FAILED,
+ *                      TASK_ALREADY_EXISTS for a record created meanwhile)
+ *   AC_BATCH_LEASE     a lease mutation: the task record and its claims
+ *                      (TASK_IO_ERROR, LEASE_AUDIT_FAILED,
+ *                      LEASE_AUDIT_ROLLBACK_FAILED,
+ *                      LEASE_TRANSACTION_CLEANUP_FAILED once announced)
+ *   AC_BATCH_PATHLOCK  a path-lock mutation: one lock record
+ *                      (PATH_LOCK_TRANSACTION_PENDING, IO_ERROR) */
+enum ac_batch_kind {
+    AC_BATCH_TASK = 0,
+    AC_BATCH_LEASE,
+    AC_BATCH_PATHLOCK,
+    AC_NBATCH_KINDS
+};
+
+/* One record change: before -> after, NULL meaning "absent". `before` is
+ * what the caller read under its mutex (the backend may compare it: a
+ * record created meanwhile fails the batch). */
+struct ac_change {
+    int family;
+    const char *name;
+    const char *before;
+    size_t before_len;
+    const char *after;
+    size_t after_len;
+};
+
+struct ac_batch {
+    int kind;                 /* enum ac_batch_kind */
+    const struct ac_change *changes;
+    size_t nchanges;          /* AC_BATCH_LEASE: the task first, then claims */
+    const char *actor;        /* the audit message's sender */
+    const char *event;        /* its status ("lease.claimed") */
+    const char *subject;      /* the id its title names (task or lock id) */
+    json_t *audit;            /* its body (an object); journaled kinds add
+                                 "transaction_id" to it */
+    json_t *details;          /* AC_BATCH_LEASE: recorded with the batch */
+    const char *operation;    /* AC_BATCH_PATHLOCK: lock|unlock|recover */
+};
+
+/* A batch a crash left unfinished (the folder: a journal). */
+struct ac_pending {
+    char phase[16];           /* prepared | applied | published */
+    char txid[128];           /* "" when the batch has none (a legacy one) */
+    char subject[256];        /* the task id or lock id */
+    char event[256];
+    char operation[16];       /* AC_BATCH_PATHLOCK */
+};
+
+/* How ac_chan_pending_settle resolves a pending batch. */
+enum {
+    AC_SETTLE_ROLLBACK = 1,   /* put every record back as it was before */
+    AC_SETTLE_VERIFY = 2      /* check every record is as it is after */
+};
+
 /* ---- change notification ---- */
 
 enum {
@@ -296,9 +360,18 @@ struct ac_store_ops {
     void (*sweep)(struct ac_chan *ch, int family);
     /* The backend's own consistency check (fsck.h). */
     int (*fsck)(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
-    /* TRANSITIONAL (issue 11): the channel directory descriptor, for the
-     * record writers not yet behind the batch commit; -1 without one. */
-    int (*chan_dirfd)(struct ac_chan *ch);
+    /* Apply the changes and post the audit message all or nothing (see
+     * enum ac_batch_kind for the codes). The caller holds the family's
+     * mutex and has checked that nothing is pending. */
+    int (*batch_commit)(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err);
+    /* The pending batch of `kind`: 1 and *out, 0 none, -1 one that cannot
+     * be used (LEASE_TRANSACTION_INVALID, PATH_LOCK_TRANSACTION_INVALID). */
+    int (*pending_read)(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err);
+    /* Roll its records back or verify them (AC_SETTLE_*): 0 done, 1 they
+     * do not match `after` (VERIFY), -1 with err (sys_errno). */
+    int (*pending_settle)(struct ac_chan *ch, int kind, int how, struct ac_err *err);
+    /* Forget it (the folder: remove the journal), once settled. */
+    int (*pending_clear)(struct ac_chan *ch, int kind, struct ac_err *err);
 };
 
 struct ac_store {
@@ -357,7 +430,10 @@ int ac_chan_path_resolve(struct ac_chan *ch, const char *path, char *out, size_t
                          int *is_dir, const char **why);
 void ac_chan_sweep(struct ac_chan *ch, int family);
 int ac_chan_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
-int ac_chan_dirfd(struct ac_chan *ch);     /* TRANSITIONAL, see chan_dirfd */
+int ac_chan_batch_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err);
+int ac_chan_pending_read(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err);
+int ac_chan_pending_settle(struct ac_chan *ch, int kind, int how, struct ac_err *err);
+int ac_chan_pending_clear(struct ac_chan *ch, int kind, struct ac_err *err);
 
 /* ---- helpers ---- */
 

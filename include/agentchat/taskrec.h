@@ -79,8 +79,16 @@ int64_t ac_task_time(const json_t *rec, const char *field);
 /* Sorted names of the fields whose values differ between two records. */
 json_t *ac_task_changed_fields(const json_t *before, const json_t *after);
 
-/* Error helper for the TASK_/LEASE_ families (exit code 2). */
-int ac_task_err(struct ac_err *err, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* The dependency graph of the records `tasks` (id -> record) listed in
+ * `ids` (sorted): unknown dependencies first (in id order), then cycles by
+ * depth-first search from each id in order; the task reported is the one
+ * met again while still on the path (a self-dependency reports itself).
+ * TASK_UNKNOWN_DEPENDENCY, TASK_DEPENDENCY_CYCLE. Iterative, so a hostile
+ * chain cannot exhaust the stack. */
+int ac_task_graph_check(json_t *tasks, json_t *ids, struct ac_err *err);
+
+/* Errors of the TASK_/LEASE_ families: the one setter of err.h, which
+ * gives them exit code 2. */
+#define ac_task_err ac_err_code
 
 #endif

@@ -26,6 +26,7 @@
 #include "cursor.h"
 #include "dirwatch.h"
 #include "fsutil.h"
+#include "journal.h"
 #include "mutex.h"
 #include "scan.h"
 #include "seq.h"
@@ -595,11 +596,6 @@ static int fs_marker_claim(struct ac_chan *base, const char *marker, const char 
     return 0;
 }
 
-static int fs_chan_dirfd(struct ac_chan *base)
-{
-    return fs_chan(base)->fd;
-}
-
 /* ---- mutexes (mutex.h) ---- */
 
 static int fs_mutex_acquire(struct ac_chan *base, const char *name, int64_t deadline_ns, int flags,
@@ -706,6 +702,9 @@ static const struct ac_store_ops fs_ops = {
     fs_blob_write,
     fs_path_resolve,
     fs_sweep,
-    ac_fsck_channel,          /* TRANSITIONAL: src/fsck.c until it moves here */
-    fs_chan_dirfd,
+    ac_fs_fsck,
+    ac_fs_batch_commit,
+    ac_fs_pending_read,
+    ac_fs_pending_settle,
+    ac_fs_pending_clear,
 };

@@ -43,6 +43,9 @@ int ac_fs_rec_create(struct ac_chan *ch, int family, const char *name, const cha
                      size_t len, struct ac_err *err);
 void ac_fs_rec_where(struct ac_chan *ch, int family, const char *name, char *out, size_t size);
 
+/* The backend's fsck (fsck.c). */
+int ac_fs_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
+
 /* Open the directory of `family` for record `name` (acks: .acks/<seq>/),
  * creating it (durably: its parent is synced) when `make`. *base points
  * at the record's file-name stem inside name. Returns the descriptor or

@@ -1,42 +1,25 @@
 /*
- * fuzz_lockrec.c - path-lock records and the path-lock journal (SPEC.md 3.7,
+ * fuzz_lockrec.c - path-lock records and the journals (SPEC.md 3.6, 3.7,
  * 3.9) as `lock`, `check`, `state` and `recover-pending` read them:
- * ac_lockrec_parse on the bytes of locks/<id>.json, and ac_pl_journal_read
- * on the same bytes stored as locks/.path-lock-transaction.json in a
- * scratch directory.
+ * ac_lockrec_parse on the bytes of locks/<id>.json, and the journal engine
+ * of the file-system backend (src/fs/journal.c) decoding the same bytes as
+ * a path-lock journal and as a lease journal.
  *
  * Properties:
  *   - a record either parses or fails with PATH_LOCK_INVALID_RECORD;
  *   - a parsed record has its lock id, owner, channel and at least one
  *     path, every normalized path canonical; it encodes, the encoding
  *     parses to the same fields, and encodes to the same bytes;
- *   - a journal is either absent-equivalent, usable, or
- *     PATH_LOCK_TRANSACTION_INVALID; a usable one written back
- *     (ac_pl_journal_write) reads back with the same fields and bytes.
+ *   - a journal is either usable or PATH_LOCK_TRANSACTION_INVALID
+ *     (LEASE_TRANSACTION_INVALID); a usable one, encoded again as our
+ *     writer writes it, reads back with the same fields and encodes to
+ *     the same bytes.
  */
 #include "fuzz.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "agentchat/pathlock.h"
 #include "agentchat/pyjson.h"
-#include "pathlock_int.h"
-
-static int ldfd = -1;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    char path[512];
-    (void)argc;
-    (void)argv;
-    snprintf(path, sizeof path, "%s/locks", fuzz_tmpdir());
-    FUZZ_CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
-    ldfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    FUZZ_CHECK(ldfd >= 0, "open %s", path);
-    return 0;
-}
+#include "fs/journal.h"
 
 /* "<lock_id>.json" when the input has a short string lock_id. */
 static void record_name(const uint8_t *data, size_t size, char *name, size_t n)
@@ -110,49 +93,35 @@ static void check_record(const uint8_t *data, size_t size)
     ac_lockrec_free(&r);
 }
 
-static int same_bytes(const char *a, size_t alen, const char *b, size_t blen)
-{
-    if (!a || !b)
-        return !a && !b;
-    return alen == blen && memcmp(a, b, alen) == 0;
-}
-
-static void check_journal(const uint8_t *data, size_t size)
+static void check_journal(int kind, const char *invalid, const uint8_t *data, size_t size)
 {
     struct ac_err err = AC_ERR_INIT;
-    struct ac_pl_journal j, j2;
-    int fd, rc;
+    struct ac_pending p, p2;
+    char *enc, *enc2;
+    size_t len, len2;
 
-    fd = openat(ldfd, AC_PATHLOCK_JOURNAL, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    FUZZ_CHECK(fd >= 0, "cannot write the journal");
-    FUZZ_CHECK(write(fd, data, size) == (ssize_t)size, "short write");
-    close(fd);
-    rc = ac_pl_journal_read(ldfd, &j, &err);
-    if (rc == -1) {
-        FUZZ_CHECK(err.code && strcmp(err.code, "PATH_LOCK_TRANSACTION_INVALID") == 0,
+    if (ac_fs_journal_recode(kind, (const char *)data, size, &p, &enc, &len, &err) == -1) {
+        FUZZ_CHECK(err.code && strcmp(err.code, invalid) == 0 && err.msg[0],
                    "unexpected failure %s: %s", err.code ? err.code : "(null)", err.msg);
         return;
     }
-    FUZZ_CHECK(rc == 1, "an existing journal read as absent");
-    FUZZ_CHECK(j.actor && j.target[0], "incomplete journal");
-    FUZZ_CHECK(ac_pl_journal_write(ldfd, &j, j.phase, 0, "fuzz.journal") == 0,
-               "a usable journal cannot be written back");
-    FUZZ_CHECK(ac_pl_journal_read(ldfd, &j2, &err) == 1, "rewritten journal unreadable: %s",
-               err.msg);
-    FUZZ_CHECK(strcmp(j.txid, j2.txid) == 0 && strcmp(j.phase, j2.phase) == 0 &&
-                   strcmp(j.operation, j2.operation) == 0 && strcmp(j.event, j2.event) == 0 &&
-                   strcmp(j.target, j2.target) == 0 && strcmp(j.actor, j2.actor) == 0,
+    FUZZ_CHECK(p.phase[0] && p.subject[0] && p.event[0], "incomplete journal");
+    FUZZ_CHECK(ac_fs_journal_recode(kind, enc, len, &p2, &enc2, &len2, &err) == 0,
+               "the journal we would write is unreadable: %s\n%s", err.msg, enc);
+    FUZZ_CHECK(strcmp(p.txid, p2.txid) == 0 && strcmp(p.phase, p2.phase) == 0 &&
+                   strcmp(p.operation, p2.operation) == 0 && strcmp(p.event, p2.event) == 0 &&
+                   strcmp(p.subject, p2.subject) == 0,
                "journal fields changed in a round trip");
-    FUZZ_CHECK(same_bytes(j.before, j.before_len, j2.before, j2.before_len) &&
-                   same_bytes(j.after, j.after_len, j2.after, j2.after_len),
-               "journal bytes changed in a round trip");
-    ac_pl_journal_free(&j2);
-    ac_pl_journal_free(&j);
+    FUZZ_CHECK(len2 == len && memcmp(enc, enc2, len) == 0,
+               "journal encoding is not stable:\n%s\n--- then ---\n%s", enc, enc2);
+    free(enc2);
+    free(enc);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check_record(data, size);
-    check_journal(data, size);
+    check_journal(AC_BATCH_PATHLOCK, "PATH_LOCK_TRANSACTION_INVALID", data, size);
+    check_journal(AC_BATCH_LEASE, "LEASE_TRANSACTION_INVALID", data, size);
     return 0;
 }

@@ -1,4 +1,10 @@
-/* fsck.c - check and safely repair one channel's folder; see include/agentchat/fsck.h. */
+/*
+ * fsck.c - the file-system backend's own check (store.h, ac_chan_fsck):
+ * check and safely repair one channel's folder; see include/agentchat/fsck.h.
+ * Records are validated with the codecs every layer shares (taskrec.h,
+ * claimrec.h, lockrec.h); the journals are read by the journal engine
+ * (journal.h), exactly as recover-pending reads them.
+ */
 #include "agentchat/fsck.h"
 
 #include <ctype.h>
@@ -14,21 +20,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agentchat/board.h"
 #include "agentchat/channel.h"
-#include "fs/cursor.h"
-#include "agentchat/frontmatter.h"
-#include "fs/fsutil.h"
-#include "agentchat/lease.h"
+#include "agentchat/claimrec.h"
 #include "agentchat/clock.h"
-#include "agentchat/pathlock.h"
+#include "agentchat/frontmatter.h"
+#include "agentchat/lockrec.h"
 #include "agentchat/pyjson.h"
-#include "fs/scan.h"
-#include "fs/seq.h"
 #include "agentchat/store.h"
 #include "agentchat/taskrec.h"
 #include "agentchat/utf8.h"
-#include "pathlock_int.h"
+#include "cursor.h"
+#include "fsutil.h"
+#include "journal.h"
+#include "scan.h"
+#include "seq.h"
+#include "store_fs.h"
+
+#define AC_TASKS_DIR "tasks"
+#define AC_CLAIMS_DIR "claims"
+#define AC_PATHLOCK_DIR "locks"
+#define AC_TASK_RECORD_CAP (4u << 20)
 
 #define SEQ_LOCK_STALE_SEC 30   /* the posters' own staleness rule (seq.c) */
 #define CURSOR_CAP 4096
@@ -376,7 +387,7 @@ static const struct {
     int dir;            /* must be a directory (else a regular file) */
 } layout[] = {
     { AC_META_FILE, 0 }, { AC_SEQ_HIGH_FILE, 0 }, { AC_SEQ_LOCK_DIR, 1 },
-    { AC_TASKS_LOCK, 0 }, { AC_PATHLOCK_MUTEX, 0 }, { "state.md", 0 },
+    { AC_MUTEX_TASKS, 0 }, { AC_MUTEX_PATHLOCKS, 0 }, { "state.md", 0 },
     { AC_CURSOR_DIR, 1 }, { AC_TASKS_DIR, 1 }, { AC_CLAIMS_DIR, 1 }, { AC_PATHLOCK_DIR, 1 },
     { ".acks", 1 },
 };
@@ -728,7 +739,7 @@ static int task_name(const char *name)
 
 /* Load and validate every record into b (the valid ones); known gets the
  * stem of every record file, valid or not. Returns the number of bad ones. */
-static size_t load_tasks(struct fsck *f, struct ac_board *b, json_t *known)
+static size_t load_tasks(struct fsck *f, json_t *tasks, json_t *ids, json_t *known)
 {
     struct ents names;
     size_t i, bad = 0;
@@ -764,8 +775,9 @@ static size_t load_tasks(struct fsck *f, struct ac_board *b, json_t *known)
             add(f, "FSCK_BAD_TASK", path, "%s: %s", err.code, err.msg);
             bad++;
         } else {
-            json_object_set(b->tasks, stem, rec);
-            json_array_append_new(b->ids, json_string(stem));
+            if (json_object_set(tasks, stem, rec) == -1 ||
+                json_array_append_new(ids, json_string(stem)) == -1)
+                f->oom = 1;
         }
         json_decref(rec);
     }
@@ -775,34 +787,46 @@ static size_t load_tasks(struct fsck *f, struct ac_board *b, json_t *known)
     return bad;
 }
 
-/* The claim file of each task agrees with it (lease.c's own check). */
-static void check_leases(struct fsck *f, struct ac_board *b, const char *pending_task)
+/* The claim file of each task agrees with it (the lease layer's own check,
+ * claimrec.h). */
+static void check_leases(struct fsck *f, json_t *tasks, json_t *ids, const char *pending_task)
 {
     size_t i;
     char path[PATH_MAX];
-    for (i = 0; i < json_array_size(b->ids); i++) {
-        const char *id = json_string_value(json_array_get(b->ids, i));
+    for (i = 0; i < json_array_size(ids); i++) {
+        const char *id = json_string_value(json_array_get(ids, i));
+        const json_t *task = json_object_get(tasks, id);
         struct ac_err err = AC_ERR_INIT;
+        struct ac_recset set;
         json_t *claim = NULL;
-        char *file = NULL;
-        int expired;
+        char *name = NULL, prefix[NAME_MAX + 2];
         const char *status;
+        int rc;
         if (pending_task && strcmp(id, pending_task) == 0)
             continue;           /* the journal explains it; recovery settles it */
-        if (ac_lease_state(b, id, &claim, &file, &expired, &err) == -1) {
-            add(f, strcmp(err.code, "LEASE_INCONSISTENT") == 0 ? "FSCK_CLAIM_MISMATCH"
-                   : strcmp(err.code, "LEASE_INVALID_RECORD") == 0 ? "FSCK_BAD_CLAIM" : "FSCK_BAD_ENTRY",
-                AC_CLAIMS_DIR, "%s: %s", err.code, err.msg);
+        snprintf(prefix, sizeof prefix, "%s.", id);
+        rc = ac_fs_rec_scan(f->ch, AC_CLAIMS, prefix, 0, &set, &err);
+        if (rc == 0) {
+            rc = ac_claim_find(&set, id, f->channel, task, &claim, &name, &err);
+            ac_recset_free(&set);
+        }
+        if (rc == -1) {
+            const char *code = err.code ? err.code : "IO_ERROR";
+            add(f, strcmp(code, "LEASE_INCONSISTENT") == 0 ? "FSCK_CLAIM_MISMATCH"
+                   : strcmp(code, "LEASE_INVALID_RECORD") == 0 ? "FSCK_BAD_CLAIM" : "FSCK_BAD_ENTRY",
+                AC_CLAIMS_DIR, "%s: %s", code, err.msg);
             continue;
         }
-        status = ac_task_str(json_object_get(b->tasks, id), "status");
+        status = ac_task_str(task, "status");
         if (claim && status && strcmp(status, "in_progress") != 0) {
+            char file[NAME_MAX + 8];
+            snprintf(file, sizeof file, "%s.json", name);
             join(path, sizeof path, AC_CLAIMS_DIR, file);
             add(f, "FSCK_CLAIM_MISMATCH", path, "task %s holds a lease but its status is %s, not in_progress",
                 id, status);
         }
         json_decref(claim);
-        free(file);
+        free(name);
     }
 }
 
@@ -868,48 +892,41 @@ static void check_orphan_claims(struct fsck *f, json_t *known, const char *pendi
 static void check_board(struct fsck *f)
 {
     struct ac_mutex *m = NULL;
-    struct ac_board b;
-    struct ac_lease_pending p;
+    struct ac_pending p;
     struct ac_err err = AC_ERR_INIT;
-    json_t *known = json_object();
+    json_t *known = json_object(), *tasks = json_object(), *ids = json_array();
     const char *pending_task = NULL;
+    const char *journal = ac_fs_journal_path(AC_BATCH_LEASE);
     size_t bad;
     int rc;
 
-    if (lock_existing(f, AC_TASKS_LOCK, &m, "tasks and claims") == -1) {
-        json_decref(known);
-        return;
-    }
-    memset(&b, 0, sizeof b);
-    b.ch = f->ch;
-    b.chfd = f->chfd;
-    b.channel = f->channel;
-    b.tasks = json_object();
-    b.ids = json_array();
-    if (!known || !b.tasks || !b.ids) {
+    if (!known || !tasks || !ids) {
         f->oom = 1;
         goto out;
     }
-    bad = load_tasks(f, &b, known);
-    if (bad == 0 && ac_board_graph_check(b.tasks, b.ids, &err) == -1)
+    if (lock_existing(f, AC_MUTEX_TASKS, &m, "tasks and claims") == -1)
+        goto out;
+    bad = load_tasks(f, tasks, ids, known);
+    if (bad == 0 && ac_task_graph_check(tasks, ids, &err) == -1)
         add(f, "FSCK_BAD_TASK", AC_TASKS_DIR, "%s: %s", err.code, err.msg);
-    rc = ac_lease_journal_peek(&b, &p, &err);
+    err = (struct ac_err)AC_ERR_INIT;
+    rc = ac_fs_pending_read(f->ch, AC_BATCH_LEASE, &p, &err);
     if (rc == 1) {
-        add(f, "FSCK_PENDING_JOURNAL", AC_CLAIMS_DIR "/" AC_LEASE_JOURNAL,
+        add(f, "FSCK_PENDING_JOURNAL", journal,
             "interrupted lease mutation (%s of task %s, phase %s); run: agent-chat task recover-pending "
-            "%s --as NAME", p.event, p.task_id, p.phase, f->qchannel);
-        pending_task = p.task_id;
+            "%s --as NAME", p.event, p.subject, p.phase, f->qchannel);
+        pending_task = p.subject;
     } else if (rc == -1) {
-        add(f, "FSCK_BAD_JOURNAL", AC_CLAIMS_DIR "/" AC_LEASE_JOURNAL,
+        add(f, "FSCK_BAD_JOURNAL", journal,
             "%s: %s (recover-pending cannot use it: restore the records by hand, then remove it)",
             err.code, err.msg);
     }
-    check_leases(f, &b, pending_task);
+    check_leases(f, tasks, ids, pending_task);
     check_orphan_claims(f, known, pending_task);
 out:
     json_decref(known);
-    json_decref(b.tasks);
-    json_decref(b.ids);
+    json_decref(tasks);
+    json_decref(ids);
     ac_mutex_release(m);
 }
 
@@ -920,13 +937,13 @@ static void check_locks(struct fsck *f)
     struct ac_mutex *m = NULL;
     struct ents names;
     struct ac_lockrec *recs = NULL;
-    struct ac_pl_journal j;
+    struct ac_pending p;
     struct ac_err err = AC_ERR_INIT;
     size_t i, k, a, b, n = 0;
     char path[PATH_MAX], why[128];
     int ldfd, rc;
 
-    if (lock_existing(f, AC_PATHLOCK_MUTEX, &m, "path locks") == -1)
+    if (lock_existing(f, AC_MUTEX_PATHLOCKS, &m, "path locks") == -1)
         return;
     ldfd = ac_open_dir_at(f->chfd, AC_PATHLOCK_DIR);
     if (ldfd == -1)
@@ -972,14 +989,13 @@ static void check_locks(struct fsck *f)
                         break;
                     }
     err = (struct ac_err)AC_ERR_INIT;
-    rc = ac_pl_journal_read(ldfd, &j, &err);
+    rc = ac_fs_pending_read(f->ch, AC_BATCH_PATHLOCK, &p, &err);
     if (rc == 1) {
-        add(f, "FSCK_PENDING_JOURNAL", AC_PATHLOCK_DIR "/" AC_PATHLOCK_JOURNAL,
-            "interrupted path-lock %s of %.*s (phase %s); run: agent-chat recover-pending %s --as NAME",
-            j.operation, (int)(strlen(j.target) - 5), j.target, j.phase, f->qchannel);
-        ac_pl_journal_free(&j);
+        add(f, "FSCK_PENDING_JOURNAL", ac_fs_journal_path(AC_BATCH_PATHLOCK),
+            "interrupted path-lock %s of %s (phase %s); run: agent-chat recover-pending %s --as NAME",
+            p.operation, p.subject, p.phase, f->qchannel);
     } else if (rc == -1) {
-        add(f, "FSCK_BAD_JOURNAL", AC_PATHLOCK_DIR "/" AC_PATHLOCK_JOURNAL,
+        add(f, "FSCK_BAD_JOURNAL", ac_fs_journal_path(AC_BATCH_PATHLOCK),
             "%s: %s (recover-pending cannot use it: restore the lock record by hand, then remove it)",
             err.code, err.msg);
     }
@@ -1087,17 +1103,14 @@ static void check_families(struct fsck *f)
 
 /* ---- entry point ---- */
 
-int ac_fsck_channel(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err)
+int ac_fs_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err)
 {
     struct fsck f;
-    const char *channel = ch->name;
     memset(&f, 0, sizeof f);
     f.ch = ch;
-    f.chfd = ac_chan_dirfd(ch);
-    if (f.chfd == -1)
-        return ac_err_set(err, AC_EXIT_GENERAL, "FSCK_UNSUPPORTED", "fsck needs a file-system channel");
-    f.channel = channel;
-    ac_err_quote(f.qchannel, sizeof f.qchannel, channel, QUOTE_MAX);
+    f.chfd = fs_chan_fd(ch);
+    f.channel = ch->name;
+    ac_err_quote(f.qchannel, sizeof f.qchannel, f.channel, QUOTE_MAX);
     f.repair = (flags & AC_FSCK_REPAIR) != 0;
     f.now = (int64_t)time(NULL);
     f.r = r;
