@@ -86,8 +86,6 @@ void ac_board_sweep(struct ac_board *b)
 
 int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err)
 {
-    struct ac_err merr = AC_ERR_INIT;
-    int rc;
     memset(b, 0, sizeof *b);
     b->ch = ch;
     b->channel = ch->name;
@@ -95,20 +93,10 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
     mode &= ~AC_BOARD_LENIENT;
     if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))
         return ac_task_err(err, "TASK_INVALID_CHANNEL", "channel is not a safe channel name");
-    rc = ac_chan_mutex_acquire(ch, AC_MUTEX_TASKS, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0,
-                               &b->mutex, &merr);
-    if (rc == AC_MUTEX_TIMEOUT)
-        return ac_task_err(err, "TASK_LOCK_TIMEOUT", "could not acquire task mutation lock");
-    if (rc == -1) {
-        if (merr.sys_errno == EINTR)
-            return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
-        if (!merr.sys_errno) {
-            if (err)
-                *err = merr;
-            return -1;
-        }
-        return ac_err_sys(err, merr.sys_errno, "TASK_IO_ERROR", "could not open %s", AC_TASKS_LOCK);
-    }
+    if (ac_chan_mutex_enter(ch, AC_MUTEX_TASKS, &b->mutex, "TASK_LOCK_TIMEOUT",
+                            "could not acquire task mutation lock", "TASK_IO_ERROR",
+                            "could not open " AC_MUTEX_TASKS, err) == -1)
+        return -1;
     if (load(b, err) == -1) {
         ac_board_close(b);
         return -1;

@@ -98,3 +98,19 @@ void ac_buf_free(struct ac_buf *b)
     b->len = b->cap = 0;
     b->oom = 0;
 }
+
+int ac_grow(void *array, size_t *cap, size_t need, size_t elem)
+{
+    void **v = array;
+    size_t ncap = *cap ? *cap : 16;
+    void *nv;
+    if (need <= *cap)
+        return 0;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > (size_t)-1 / elem || !(nv = realloc(*v, ncap * elem)))
+        return -1;
+    *v = nv;
+    *cap = ncap;
+    return 0;
+}

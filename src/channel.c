@@ -6,7 +6,7 @@
 #include "agentchat/json.h"
 #include "agentchat/utf8.h"
 
-static const char *name_problem(const char *name)
+const char *ac_name_problem(const char *name, size_t max)
 {
     size_t len = strlen(name), i;
     if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
@@ -21,25 +21,29 @@ static const char *name_problem(const char *name)
     }
     if (!ac_utf8_valid(name, len))
         return "invalid UTF-8 blocked";
-    if (len > AC_NAME_MAX)
+    if (len > max)
         return "name too long";
     return NULL;
 }
 
-int ac_channel_name_check(const char *name, struct ac_err *err)
+int ac_name_refuse(const char *name, const char *why, const char *code, const char *what,
+                   struct ac_err *err)
 {
-    const char *why = name_problem(name);
     char shown[300];
     if (!why)
         return 0;
     ac_err_quote(shown, sizeof shown, name, 200);
-    return ac_err_set(err, AC_EXIT_GENERAL, "CHANNEL_INVALID_NAME",
-                      "invalid channel name (%s): '%s'", why, shown);
+    return ac_err_code(err, code, "invalid %s name (%s): '%s'", what, why, shown);
+}
+
+int ac_channel_name_check(const char *name, struct ac_err *err)
+{
+    return ac_name_refuse(name, ac_name_problem(name, AC_NAME_MAX), "CHANNEL_INVALID_NAME", "channel", err);
 }
 
 int ac_marker_name_check(const char *name, struct ac_err *err)
 {
-    const char *why = name_problem(name);
+    const char *why = ac_name_problem(name, AC_NAME_MAX);
     size_t len = strlen(name);
     char shown[300];
 

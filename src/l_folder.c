@@ -26,18 +26,10 @@
 #include "agentchat/hostfile.h"
 #include "agentchat/lua_host.h"
 
-static int push_errno(lua_State *L, int e)
-{
-    lua_pushnil(L);
-    lua_pushfstring(L, "[Errno %d] %s", e, strerror(e));
-    lua_pushinteger(L, e);
-    return 3;
-}
-
 static int l_check(lua_State *L)
 {
     if (ac_host_dir_check(luaL_checkstring(L, 1)) == -1)
-        return push_errno(L, errno);
+        return ac_lua_push_errno(L, errno);
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -72,7 +64,7 @@ static int l_list(lua_State *L)
     /* May raise on memory exhaustion mid-listing: the directory would stay
      * open, as it did when this walked the directory itself. */
     if (ac_host_dir_list(dir, sub, list_cb, &l) == -1)
-        return push_errno(L, errno);
+        return ac_lua_push_errno(L, errno);
     return 1;
 }
 
@@ -86,17 +78,14 @@ static int l_read(lua_State *L)
     if (cap < 0)
         return luaL_argerror(L, 3, "negative cap");
     if (ac_host_dir_read(dir, rel, (size_t)cap, &buf, &len) == -1)
-        return push_errno(L, errno);
+        return ac_lua_push_errno(L, errno);
     lua_pushlstring(L, buf, len);
     free(buf);
     return 1;
 }
 
 static const luaL_Reg funcs[] = {
-    { "check", l_check },
-    { "list", l_list },
-    { "read", l_read },
-    { NULL, NULL }
+    { "check", l_check }, { "list", l_list }, { "read", l_read }, { NULL, NULL }
 };
 
 int luaopen_agentchat_folder(lua_State *L)

@@ -67,8 +67,7 @@ static int l_channel(lua_State *L)
 }
 
 static const luaL_Reg funcs[] = {
-    { "channel", l_channel },
-    { NULL, NULL }
+    { "channel", l_channel }, { NULL, NULL }
 };
 
 int luaopen_agentchat_fsck(lua_State *L)

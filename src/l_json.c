@@ -255,11 +255,8 @@ static int l_is_array(lua_State *L)
 }
 
 static const luaL_Reg funcs[] = {
-    { "loads", l_loads },
-    { "dumps", l_dumps },
-    { "array", l_array },
-    { "is_array", l_is_array },
-    { NULL, NULL }
+    { "loads", l_loads }, { "dumps", l_dumps }, { "array", l_array },
+    { "is_array", l_is_array }, { NULL, NULL }
 };
 
 int luaopen_agentchat_json(lua_State *L)

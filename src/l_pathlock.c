@@ -352,15 +352,9 @@ static int l_overlaps(lua_State *L)
 }
 
 static const luaL_Reg funcs[] = {
-    { "lock", l_lock },
-    { "check", l_check },
-    { "unlock", l_unlock },
-    { "recover", l_recover },
-    { "recover_pending", l_recover_pending },
-    { "list", l_list },
-    { "normalize", l_normalize },
-    { "overlaps", l_overlaps },
-    { NULL, NULL }
+    { "lock", l_lock }, { "check", l_check }, { "unlock", l_unlock }, { "recover", l_recover },
+    { "recover_pending", l_recover_pending }, { "list", l_list }, { "normalize", l_normalize },
+    { "overlaps", l_overlaps }, { NULL, NULL }
 };
 
 int luaopen_agentchat_pathlocks(lua_State *L)

@@ -442,14 +442,10 @@ static int l_set_completer(lua_State *L)
 #endif
 
 static const luaL_Reg funcs[] = {
-    { "readline", l_readline },
-    { "add_history", l_add_history },
-    { "read_history", l_read_history },
-    { "append_history", l_append_history },
-    { "truncate_history", l_truncate_history },
-    { "set_completer", l_set_completer },
-    { "clear_interrupt", l_clear_interrupt },
-    { NULL, NULL }
+    { "readline", l_readline }, { "add_history", l_add_history },
+    { "read_history", l_read_history }, { "append_history", l_append_history },
+    { "truncate_history", l_truncate_history }, { "set_completer", l_set_completer },
+    { "clear_interrupt", l_clear_interrupt }, { NULL, NULL }
 };
 
 int luaopen_agentchat_readline(lua_State *L)

@@ -119,13 +119,10 @@ static int l_acks(lua_State *L)
     struct ac_chan *ch = ac_lua_checkchan(L, 1);
     uint64_t seq = check_seq(L, 2);
     struct ac_err err = AC_ERR_INIT;
-    char **names;
-    size_t n;
-
-    if (ac_ack_list(ch, seq, &names, &n, &err) == -1)
-        return ac_lua_fail_err(L, &err);
-    ac_lua_push_names(L, names, n);
-    return 1;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = ac_ack_list(ch, seq, &names, &n, &err);
+    return ac_lua_names_result(L, rc, names, n, &err);
 }
 
 static int l_cursor(lua_State *L)
@@ -194,13 +191,8 @@ static int l_wait(lua_State *L)
 }
 
 static const luaL_Reg funcs[] = {
-    { "check_agent", l_check_agent },
-    { "write_ack", l_write_ack },
-    { "read_ack", l_read_ack },
-    { "acks", l_acks },
-    { "cursor", l_cursor },
-    { "wait", l_wait },
-    { NULL, NULL }
+    { "check_agent", l_check_agent }, { "write_ack", l_write_ack }, { "read_ack", l_read_ack },
+    { "acks", l_acks }, { "cursor", l_cursor }, { "wait", l_wait }, { NULL, NULL }
 };
 
 int luaopen_agentchat_receipts(lua_State *L)

@@ -88,31 +88,18 @@ struct ac_chan *ac_lua_checkchan(lua_State *L, int idx)
 }
 
 /* Declared in lua_host.h; shared with l_receipts.c (ack names). */
-void ac_lua_push_names(lua_State *L, char **names, size_t n)
+int ac_lua_names_result(lua_State *L, int rc, char **names, size_t n, const struct ac_err *err)
 {
     size_t i;
+    if (rc == -1)
+        return ac_lua_fail_err(L, err);
     lua_createtable(L, (int)n, 0);
     for (i = 0; i < n; i++) {
         lua_pushstring(L, names[i]);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     ac_names_free(names, n);
-}
-
-/* Optional string field of the table at idx (raises on a wrong type). */
-static const char *opt_field_string(lua_State *L, int idx, const char *key, const char *def)
-{
-    const char *s;
-    lua_getfield(L, idx, key);
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        return def;
-    }
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_error(L, "field '%s' must be a string", key);
-    s = lua_tostring(L, -1);
-    lua_pop(L, 1);   /* the table keeps the string alive */
-    return s;
+    return 1;
 }
 
 static const char *field_string_len(lua_State *L, int idx, const char *key, size_t *len)
@@ -299,12 +286,10 @@ static int store_channels(lua_State *L)
 {
     struct l_store *s = check_store(L, 1);
     struct ac_err err = AC_ERR_INIT;
-    char **names;
-    size_t n;
-    if (ac_store_channels(s->st, &names, &n, &err) == -1)
-        return ac_lua_fail_err(L, &err);
-    ac_lua_push_names(L, names, n);
-    return 1;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = ac_store_channels(s->st, &names, &n, &err);
+    return ac_lua_names_result(L, rc, names, n, &err);
 }
 
 static int store_create(lua_State *L)
@@ -476,12 +461,12 @@ static int chan_post(lua_State *L)
     luaL_checktype(L, 2, LUA_TTABLE);
     memset(&req, 0, sizeof req);
     req.from = field_string(L, 2, "from");
-    req.to = opt_field_string(L, 2, "to", "all");
+    req.to = ac_lua_opt_string(L, 2, "to", "all");
     req.title = field_string(L, 2, "title");
-    req.status = opt_field_string(L, 2, "status", "discussion");
+    req.status = ac_lua_opt_string(L, 2, "status", "discussion");
     req.body = field_string_len(L, 2, "body", &req.body_len);
     req.reply_to = reply_text(L, 2, reply);
-    req.ts = opt_field_string(L, 2, "ts", NULL);
+    req.ts = ac_lua_opt_string(L, 2, "ts", NULL);
     nextra = extra_fields(L, 2, &extra);       /* may raise */
     if (nextra == -1)
         return 4;                               /* nil, message, code, exit */
@@ -577,7 +562,7 @@ static int chan_fetch(lua_State *L)
     luaL_checktype(L, 2, LUA_TTABLE);
     if (opt_field_bool(L, 2, "all"))
         flags |= AC_INBOX_ALL;
-    agent = (flags & AC_INBOX_ALL) ? opt_field_string(L, 2, "as", "") : field_string(L, 2, "as");
+    agent = (flags & AC_INBOX_ALL) ? ac_lua_opt_string(L, 2, "as", "") : field_string(L, 2, "as");
     after = opt_field_int(L, 2, "after", 0, NULL);
     lua_getfield(L, 2, "stamp");
     if (lua_isboolean(L, -1) && !lua_toboolean(L, -1))
@@ -799,44 +784,26 @@ static int dirlock_tostring(lua_State *L)
 }
 
 static const luaL_Reg dirlock_methods[] = {
-    { "release", dirlock_release },
-    { NULL, NULL }
+    { "release", dirlock_release }, { NULL, NULL }
 };
 
 static const luaL_Reg store_methods[] = {
-    { "channels", store_channels },
-    { "create", store_create },
-    { "channel", store_channel },
-    { "root", store_root },
-    { "close", store_gc },
-    { NULL, NULL }
+    { "channels", store_channels }, { "create", store_create }, { "channel", store_channel },
+    { "root", store_root }, { "close", store_gc }, { NULL, NULL }
 };
 
 static const luaL_Reg chan_methods[] = {
-    { "name", chan_name },
-    { "meta", chan_meta },
-    { "post", chan_post },
-    { "fetch", chan_fetch },
-    { "last", chan_last },
-    { "message", chan_message },
-    { "summary", chan_summary },
-    { "cursor", chan_cursor },
-    { "set_cursor", chan_set_cursor },
-    { "wait", chan_wait },
-    { "claim_marker", chan_claim_marker },
-    { "write_state", chan_write_state },
-    { "exclusive", chan_exclusive },
-    { "close", chan_close },
-    { NULL, NULL }
+    { "name", chan_name }, { "meta", chan_meta }, { "post", chan_post },
+    { "fetch", chan_fetch }, { "last", chan_last }, { "message", chan_message },
+    { "summary", chan_summary }, { "cursor", chan_cursor }, { "set_cursor", chan_set_cursor },
+    { "wait", chan_wait }, { "claim_marker", chan_claim_marker },
+    { "write_state", chan_write_state }, { "exclusive", chan_exclusive },
+    { "close", chan_close }, { NULL, NULL }
 };
 
 static const luaL_Reg funcs[] = {
-    { "open", l_open },
-    { "check_name", l_check_name },
-    { "check_marker", l_check_marker },
-    { "meta_compose", l_meta_compose },
-    { "parse_meta", l_parse_meta },
-    { NULL, NULL }
+    { "open", l_open }, { "check_name", l_check_name }, { "check_marker", l_check_marker },
+    { "meta_compose", l_meta_compose }, { "parse_meta", l_parse_meta }, { NULL, NULL }
 };
 
 static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,

@@ -46,14 +46,6 @@
 #include "agentchat/slug.h"
 #include "agentchat/utf8.h"
 
-static int push_errno(lua_State *L, int e)
-{
-    lua_pushnil(L);
-    lua_pushfstring(L, "[Errno %d] %s", e, strerror(e));
-    lua_pushinteger(L, e);
-    return 3;
-}
-
 static int l_isatty(lua_State *L)
 {
     lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
@@ -74,13 +66,13 @@ static int read_stream(lua_State *L, int fd, lua_Integer cap)
                 continue;
             if (errno == EBADF && fd == 0)
                 break;          /* no stdin at all reads as empty */
-            return push_errno(L, errno);
+            return ac_lua_push_errno(L, errno);
         }
         if (n == 0)
             break;
         total += (size_t)n;
         if ((lua_Integer)total > cap)
-            return push_errno(L, EFBIG);
+            return ac_lua_push_errno(L, EFBIG);
         luaL_addsize(&b, (size_t)n);
     }
     luaL_pushresult(&b);
@@ -103,7 +95,7 @@ static int l_read_file(lua_State *L)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     while (fd == -1 && errno == EINTR && !ac_clock_interrupted());
     if (fd == -1)
-        return push_errno(L, errno);
+        return ac_lua_push_errno(L, errno);
     if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
         rc = read_stream(L, fd, cap);
         close(fd);
@@ -113,7 +105,7 @@ static int l_read_file(lua_State *L)
     e = errno;
     close(fd);
     if (rc == -1)
-        return push_errno(L, e);
+        return ac_lua_push_errno(L, e);
     lua_pushlstring(L, buf, len);
     free(buf);
     return 1;
@@ -286,26 +278,13 @@ static int l_getpid(lua_State *L)
 }
 
 static const luaL_Reg funcs[] = {
-    { "isatty", l_isatty },
-    { "read_file", l_read_file },
-    { "read_stdin", l_read_stdin },
-    { "now_iso", l_now_iso },
-    { "monotonic", l_monotonic },
-    { "sleep", l_sleep },
-    { "utf8_valid", l_utf8_valid },
-    { "slugify", l_slugify },
-    { "rstrip", l_rstrip },
-    { "strip", l_strip },
-    { "float_repr", l_float_repr },
-    { "interrupted", l_interrupted },
-    { "getpid", l_getpid },
-    { "iso_has_offset", l_iso_has_offset },
-    { "iso_epoch", l_iso_epoch },
-    { "time", l_time },
-    { "uuid4", l_uuid4 },
-    { "sha256", l_sha256 },
-    { "home", l_home },
-    { NULL, NULL }
+    { "isatty", l_isatty }, { "read_file", l_read_file }, { "read_stdin", l_read_stdin },
+    { "now_iso", l_now_iso }, { "monotonic", l_monotonic }, { "sleep", l_sleep },
+    { "utf8_valid", l_utf8_valid }, { "slugify", l_slugify }, { "rstrip", l_rstrip },
+    { "strip", l_strip }, { "float_repr", l_float_repr }, { "interrupted", l_interrupted },
+    { "getpid", l_getpid }, { "iso_has_offset", l_iso_has_offset },
+    { "iso_epoch", l_iso_epoch }, { "time", l_time }, { "uuid4", l_uuid4 },
+    { "sha256", l_sha256 }, { "home", l_home }, { NULL, NULL }
 };
 
 int luaopen_agentchat_sys(lua_State *L)

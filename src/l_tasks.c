@@ -59,22 +59,6 @@ static void push_record(lua_State *L, const json_t *rec)
     }
 }
 
-/* Optional string field; "" stays "". */
-static const char *opt_string(lua_State *L, int idx, const char *key)
-{
-    const char *s;
-    lua_getfield(L, idx, key);
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        return NULL;
-    }
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_error(L, "field '%s' must be a string", key);
-    s = lua_tostring(L, -1);
-    lua_pop(L, 1);      /* kept alive by the table */
-    return s;
-}
-
 /* Optional list of strings as a JSON array (new reference, or NULL). */
 static json_t *opt_list(lua_State *L, int idx, const char *key, int *bad_text)
 {
@@ -123,19 +107,30 @@ static int open_board(lua_State *L, int mode, struct ac_board *b)
     return 0;
 }
 
+/* Push the board's records, in id order, as a list: as task tables
+ * (push_record) or with their JSON nulls kept (the `state` snapshot). */
+static void push_records(lua_State *L, struct ac_board *b, int raw)
+{
+    size_t i;
+    json_t *id;
+    lua_createtable(L, (int)json_array_size(b->ids), 0);
+    json_array_foreach(b->ids, i, id) {
+        json_t *rec = json_object_get(b->tasks, json_string_value(id));
+        if (raw)
+            ac_lua_push_json(L, rec);
+        else
+            push_record(L, rec);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
 static int l_list(lua_State *L)
 {
     struct ac_board b;
-    size_t i;
-    json_t *id;
     int n = open_board(L, AC_BOARD_READ, &b);
     if (n)
         return n;
-    lua_createtable(L, (int)json_array_size(b.ids), 0);
-    json_array_foreach(b.ids, i, id) {
-        push_record(L, json_object_get(b.tasks, json_string_value(id)));
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    push_records(L, &b, 0);
     ac_board_close(&b);
     return 1;
 }
@@ -143,16 +138,10 @@ static int l_list(lua_State *L)
 static int l_snapshot(lua_State *L)
 {
     struct ac_board b;
-    size_t i;
-    json_t *id;
     int n = open_board(L, lua_toboolean(L, 2) ? AC_BOARD_READ : AC_BOARD_READ | AC_BOARD_LENIENT, &b);
     if (n)
         return n;
-    lua_createtable(L, (int)json_array_size(b.ids), 0);
-    json_array_foreach(b.ids, i, id) {
-        ac_lua_push_json(L, json_object_get(b.tasks, json_string_value(id)));
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    push_records(L, &b, 1);
     lua_pushinteger(L, (lua_Integer)b.skipped);
     ac_board_close(&b);
     return 2;
@@ -181,45 +170,68 @@ static int l_show(lua_State *L)
     return 2;
 }
 
+/* The three list fields of create and update (NULL when absent); returns
+ * whether one held text that is not UTF-8. */
+static int read_lists(lua_State *L, int idx, json_t *lists[3])
+{
+    static const char *const names[3] = { "depends_on", "files_hint", "acceptance" };
+    int bad = 0, i;
+    for (i = 0; i < 3; i++)
+        lists[i] = opt_list(L, idx, names[i], &bad);
+    return bad;
+}
+
+static void free_lists(json_t *lists[3])
+{
+    int i;
+    for (i = 0; lists && i < 3; i++)
+        json_decref(lists[i]);
+}
+
+/* The end of every mutating call: the new record, or the failure; the
+ * lists of read_lists (or NULL) are released. */
+static int finish(lua_State *L, int rc, json_t *out, const struct ac_err *err, json_t *lists[3])
+{
+    int n = 1;
+    if (rc == -1) {
+        n = fail(L, err);
+    } else {
+        push_record(L, out);
+        json_decref(out);
+    }
+    free_lists(lists);
+    return n;
+}
+
 static int l_create(lua_State *L)
 {
     struct ac_task_spec spec;
     struct ac_err err = AC_ERR_INIT;
-    json_t *out = NULL;
-    int bad = 0, n;
+    json_t *out = NULL, *lists[3];
+    int i, rc;
 
     ac_lua_checkchan(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     memset(&spec, 0, sizeof spec);
-    spec.id = opt_string(L, 2, "id");
-    spec.created_by = opt_string(L, 2, "created_by");
-    spec.title = opt_string(L, 2, "title");
+    spec.id = ac_lua_opt_string(L, 2, "id", NULL);
+    spec.created_by = ac_lua_opt_string(L, 2, "created_by", NULL);
+    spec.title = ac_lua_opt_string(L, 2, "title", NULL);
     if (!spec.id || !spec.created_by || !spec.title)
         return luaL_error(L, "tasks.create needs id, created_by and title");
-    spec.owner = opt_string(L, 2, "owner");
-    spec.branch = opt_string(L, 2, "branch");
-    spec.depends_on = opt_list(L, 2, "depends_on", &bad);
-    spec.files_hint = opt_list(L, 2, "files_hint", &bad);
-    spec.acceptance = opt_list(L, 2, "acceptance", &bad);
-    if (!spec.depends_on)
-        spec.depends_on = json_array();
-    if (!spec.files_hint)
-        spec.files_hint = json_array();
-    if (!spec.acceptance)
-        spec.acceptance = json_array();
-    if (bad) {
-        n = bad_utf8(L);
-    } else if (ac_tasks_create(ac_lua_checkchan(L, 1), &spec, &out, &err) == -1) {
-        n = fail(L, &err);
-    } else {
-        push_record(L, out);
-        json_decref(out);
-        n = 1;
+    spec.owner = ac_lua_opt_string(L, 2, "owner", NULL);
+    spec.branch = ac_lua_opt_string(L, 2, "branch", NULL);
+    if (read_lists(L, 2, lists)) {
+        free_lists(lists);
+        return bad_utf8(L);
     }
-    json_decref(spec.depends_on);
-    json_decref(spec.files_hint);
-    json_decref(spec.acceptance);
-    return n;
+    for (i = 0; i < 3; i++)
+        if (!lists[i])
+            lists[i] = json_array();
+    spec.depends_on = lists[0];
+    spec.files_hint = lists[1];
+    spec.acceptance = lists[2];
+    rc = ac_tasks_create(ac_lua_checkchan(L, 1), &spec, &out, &err);
+    return finish(L, rc, out, &err, lists);
 }
 
 static int l_update(lua_State *L)
@@ -227,37 +239,30 @@ static int l_update(lua_State *L)
     struct ac_task_change chg;
     struct ac_err err = AC_ERR_INIT;
     const char *id = luaL_checkstring(L, 2), *actor = luaL_checkstring(L, 3);
-    json_t *out = NULL;
-    int bad = 0, n;
+    json_t *out = NULL, *lists[3];
+    int rc;
 
     ac_lua_checkchan(L, 1);
     luaL_checktype(L, 4, LUA_TTABLE);
     memset(&chg, 0, sizeof chg);
-    chg.title = opt_string(L, 4, "title");
-    chg.owner = opt_string(L, 4, "owner");
-    chg.branch = opt_string(L, 4, "branch");
-    chg.status = opt_string(L, 4, "status");
+    chg.title = ac_lua_opt_string(L, 4, "title", NULL);
+    chg.owner = ac_lua_opt_string(L, 4, "owner", NULL);
+    chg.branch = ac_lua_opt_string(L, 4, "branch", NULL);
+    chg.status = ac_lua_opt_string(L, 4, "status", NULL);
     lua_getfield(L, 4, "clear_owner");
     chg.clear_owner = lua_toboolean(L, -1);
     lua_getfield(L, 4, "clear_branch");
     chg.clear_branch = lua_toboolean(L, -1);
     lua_pop(L, 2);
-    chg.depends_on = opt_list(L, 4, "depends_on", &bad);
-    chg.files_hint = opt_list(L, 4, "files_hint", &bad);
-    chg.acceptance = opt_list(L, 4, "acceptance", &bad);
-    if (bad) {
-        n = bad_utf8(L);
-    } else if (ac_tasks_update(ac_lua_checkchan(L, 1), id, actor, &chg, &out, &err) == -1) {
-        n = fail(L, &err);
-    } else {
-        push_record(L, out);
-        json_decref(out);
-        n = 1;
+    if (read_lists(L, 4, lists)) {
+        free_lists(lists);
+        return bad_utf8(L);
     }
-    json_decref(chg.depends_on);
-    json_decref(chg.files_hint);
-    json_decref(chg.acceptance);
-    return n;
+    chg.depends_on = lists[0];
+    chg.files_hint = lists[1];
+    chg.acceptance = lists[2];
+    rc = ac_tasks_update(ac_lua_checkchan(L, 1), id, actor, &chg, &out, &err);
+    return finish(L, rc, out, &err, lists);
 }
 
 static int l_lease(lua_State *L)
@@ -271,11 +276,8 @@ static int l_lease(lua_State *L)
     const char *reason = luaL_optstring(L, 6, NULL);
     struct ac_err err = AC_ERR_INIT;
     json_t *out = NULL;
-    if (ac_tasks_lease(ac_lua_checkchan(L, 1), codes[op], id, actor, seconds, reason, &out, &err) == -1)
-        return fail(L, &err);
-    push_record(L, out);
-    json_decref(out);
-    return 1;
+    int rc = ac_tasks_lease(ac_lua_checkchan(L, 1), codes[op], id, actor, seconds, reason, &out, &err);
+    return finish(L, rc, out, &err, NULL);
 }
 
 static int l_recover_pending(lua_State *L)
@@ -289,13 +291,8 @@ static int l_recover_pending(lua_State *L)
 }
 
 static const luaL_Reg funcs[] = {
-    { "list", l_list },
-    { "snapshot", l_snapshot },
-    { "show", l_show },
-    { "create", l_create },
-    { "update", l_update },
-    { "lease", l_lease },
-    { "recover_pending", l_recover_pending },
+    { "list", l_list }, { "snapshot", l_snapshot }, { "show", l_show }, { "create", l_create },
+    { "update", l_update }, { "lease", l_lease }, { "recover_pending", l_recover_pending },
     { NULL, NULL }
 };
 

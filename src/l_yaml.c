@@ -985,9 +985,7 @@ static int l_encode(lua_State *L)
 /* ---------------------------------------------------------------- module */
 
 static const luaL_Reg funcs[] = {
-    { "decode", l_decode },
-    { "decode_all", l_decode_all },
-    { "encode", l_encode },
+    { "decode", l_decode }, { "decode_all", l_decode_all }, { "encode", l_encode },
     { NULL, NULL }
 };
 

@@ -60,7 +60,21 @@ int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err)
     return ac_task_err(err, "LEASE_TRANSACTION_PENDING", "a previous lease mutation needs explicit recovery");
 }
 
+json_t *ac_lease_target(struct ac_board *b, const char *id, struct ac_err *err)
+{
+    if (ac_lease_journal_guard(b, err) == -1)
+        return NULL;
+    return ac_board_get(b, id, err);
+}
+
 /* ---- one lease mutation ---- */
+
+/* The details every new lease's audit message and journal carry. */
+static void new_lease_details(json_t *details, const char *expires, const char *actor)
+{
+    json_object_set_new(details, "lease_expires_at", json_string(expires));
+    json_object_set_new(details, "lease_owner", json_string(actor));
+}
 
 struct change {
     char name[300];             /* the claim record's name */
@@ -139,6 +153,17 @@ static int read_claim_bytes(struct ac_board *b, const char *name, char **out, si
     return 0;
 }
 
+/* The change of claim record `name`: from its stored bytes (when `had`)
+ * to nclaim's (NULL: removed). */
+static int claim_change(struct ac_board *b, struct change *c, const char *name, int had,
+                        const json_t *nclaim, struct ac_err *err)
+{
+    snprintf(c->name, sizeof c->name, "%s", name);
+    if (had && read_claim_bytes(b, name, &c->prev, &c->prev_len, err) == -1)
+        return -1;
+    return nclaim ? claim_bytes(nclaim, &c->next, &c->next_len, err) : 0;
+}
+
 static int has_reason_problem(const char *reason, struct ac_err *err)
 {
     if (!reason || !reason[0])
@@ -153,7 +178,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
                    double seconds, const char *reason, json_t **out, struct ac_err *err)
 {
     json_t *cur, *claim = NULL, *after = NULL, *details = NULL, *nclaim = NULL;
-    char *claim_name = NULL, now[48], expires[48];
+    char *claim_name = NULL, now[48], expires[48], new_name[300];
     const char *status, *event = NULL;
     struct change ch[2];
     size_t nch = 0;
@@ -167,10 +192,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
     if ((op == AC_LEASE_CLAIM || op == AC_LEASE_RENEW || op == AC_LEASE_RECOVER) &&
         !(isfinite(seconds) && seconds > 0))
         return ac_task_err(err, "LEASE_INVALID_DURATION", "lease duration must be positive");
-    if (ac_lease_journal_guard(b, err) == -1)
-        return -1;
-    cur = ac_board_get(b, id, err);
-    if (!cur)
+    if (!(cur = ac_lease_target(b, id, err)))
         return -1;
     /* claims/<id>.<owner>.json must be a possible file name: refuse before
      * anything is written rather than fail halfway through a journal. */
@@ -180,6 +202,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
     if (ac_lease_state(b, id, &claim, &claim_name, &expired, err) == -1)
         return -1;
     status = ac_task_str(cur, "status");
+    snprintf(new_name, sizeof new_name, "%s.%s", id, actor);     /* the actor's claim record */
     ac_board_now(now, 1);
     ac_isotime_format(ac_isotime_now_us() + (int64_t)llround(seconds * 1e6), 6, expires);
     after = json_deep_copy(cur);
@@ -215,13 +238,9 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         json_object_set_new(after, "owner", json_string(actor));
         json_object_set_new(after, "lease_expires_at", json_string(expires));
         nclaim = ac_claim_new(id, b->channel, actor, expires, now, NULL, NULL, NULL);
-        snprintf(ch[0].name, sizeof ch[0].name, "%s.%s", id, actor);
-        if (claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
+        if (claim_change(b, &ch[nch++], new_name, 0, nclaim, err) == -1)
             goto done;
-        nch = 1;
         event = "lease.claimed";
-        json_object_set_new(details, "lease_expires_at", json_string(expires));
-        json_object_set_new(details, "lease_owner", json_string(actor));
         break;
 
     case AC_LEASE_RENEW:
@@ -238,14 +257,9 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         nclaim = json_deep_copy(claim);
         json_object_set_new(nclaim, "lease_expires_at", json_string(expires));
         json_object_set_new(nclaim, "updated_at", json_string(now));
-        snprintf(ch[0].name, sizeof ch[0].name, "%s", claim_name);
-        if (read_claim_bytes(b, claim_name, &ch[0].prev, &ch[0].prev_len, err) == -1 ||
-            claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
+        if (claim_change(b, &ch[nch++], claim_name, 1, nclaim, err) == -1)
             goto done;
-        nch = 1;
         event = "lease.renewed";
-        json_object_set_new(details, "lease_expires_at", json_string(expires));
-        json_object_set_new(details, "lease_owner", json_string(actor));
         break;
 
     case AC_LEASE_RELEASE:
@@ -270,8 +284,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         if (claim) {
             json_object_set_new(after, "owner", json_null());
             json_object_set_new(after, "lease_expires_at", json_null());
-            snprintf(ch[0].name, sizeof ch[0].name, "%s", claim_name);
-            if (read_claim_bytes(b, claim_name, &ch[0].prev, &ch[0].prev_len, err) == -1)
+            if (claim_change(b, &ch[0], claim_name, 1, NULL, err) == -1)
                 goto done;
             nch = 1;
             event = op == AC_LEASE_DONE ? "lease.completed" : "lease.released";
@@ -319,32 +332,20 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         json_object_set_new(after, "lease_expires_at", json_string(expires));
         nclaim = ac_claim_new(id, b->channel, actor, expires, now, ac_task_str(claim, "owner"),
                            ac_task_str(claim, "lease_expires_at"), reason);
-        snprintf(ch[0].name, sizeof ch[0].name, "%s", claim_name);
-        if (read_claim_bytes(b, claim_name, &ch[0].prev, &ch[0].prev_len, err) == -1)
+        /* the new holder's claim replaces the old one, or is a new file */
+        if (strcmp(new_name, claim_name) == 0 ? claim_change(b, &ch[nch++], claim_name, 1, nclaim, err) == -1
+                : claim_change(b, &ch[nch++], claim_name, 1, NULL, err) == -1 ||
+                  claim_change(b, &ch[nch++], new_name, 0, nclaim, err) == -1)
             goto done;
-        nch = 1;
-        {
-            char newname[300];
-            snprintf(newname, sizeof newname, "%s.%s", id, actor);
-            if (strcmp(newname, claim_name) == 0) {
-                if (claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
-                    goto done;
-            } else {
-                snprintf(ch[1].name, sizeof ch[1].name, "%s", newname);
-                if (claim_bytes(nclaim, &ch[1].next, &ch[1].next_len, err) == -1)
-                    goto done;
-                nch = 2;
-            }
-        }
         event = "lease.recovered";
-        json_object_set_new(details, "lease_expires_at", json_string(expires));
-        json_object_set_new(details, "lease_owner", json_string(actor));
         json_object_set(details, "previous_owner", json_object_get(claim, "owner"));
         json_object_set(details, "previous_lease_expires_at", json_object_get(claim, "lease_expires_at"));
         json_object_set_new(details, "recovery_reason", json_string(reason));
         break;
     }
 
+    if (op == AC_LEASE_CLAIM || op == AC_LEASE_RENEW || op == AC_LEASE_RECOVER)
+        new_lease_details(details, expires, actor);
     if (commit(b, actor, event, cur, after, ch, nch, details, err) == 0) {
         json_object_set(b->tasks, id, after);
         *out = after;

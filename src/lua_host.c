@@ -84,6 +84,30 @@ int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *messa
     return 4;
 }
 
+/* Declared in lua_host.h: shared by the bindings. */
+const char *ac_lua_opt_string(lua_State *L, int idx, const char *key, const char *def)
+{
+    const char *s;
+    lua_getfield(L, idx, key);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return def;
+    }
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "field '%s' must be a string", key);
+    s = lua_tostring(L, -1);
+    lua_pop(L, 1);   /* the table keeps the string alive */
+    return s;
+}
+
+int ac_lua_push_errno(lua_State *L, int e)
+{
+    lua_pushnil(L);
+    lua_pushfstring(L, "[Errno %d] %s", e, strerror(e));
+    lua_pushinteger(L, e);
+    return 3;
+}
+
 int ac_lua_fail_err(lua_State *L, const struct ac_err *err)
 {
     return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",

@@ -69,22 +69,12 @@ int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err)
 
 int ac_pathlock_check_reason(const char *reason, struct ac_err *err)
 {
-    const unsigned char *p = (const unsigned char *)reason;
-    size_t len = strlen(reason), start, end, i = 0;
+    size_t start, end;
 
-    ac_py_strip(reason, len, &start, &end);
+    ac_py_strip(reason, strlen(reason), &start, &end);
     if (start >= end)
         return ac_pl_err(err, "PATH_LOCK_INVALID_REASON", "recovery reason must not be empty");
-    while (i < len) {
-        uint32_t cp = p[i];
-        size_t n = 1;
-        if (p[i] >= 0x80 && (n = ac_utf8_decode(p + i, len - i, &cp)) == 0)
-            break;                          /* not text: refuse like a control */
-        if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
-            break;
-        i += n;
-    }
-    if (i < len)
+    if (ac_has_control(reason))         /* not text refuses like a control */
         return ac_pl_err(err, "PATH_LOCK_INVALID_REASON",
                          "recovery reason contains a forbidden control character");
     return 0;
@@ -167,26 +157,12 @@ struct session {
 /* Take the mutex. */
 static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *err)
 {
-    struct ac_err merr = AC_ERR_INIT;
-    int rc;
     s->ch = ch;
     s->lenient = 0;
     s->mx = NULL;
-    rc = ac_chan_mutex_acquire(ch, AC_PATHLOCK_MUTEX, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0,
-                               &s->mx, &merr);
-    if (rc == AC_MUTEX_TIMEOUT)
-        return ac_pl_err(err, "PATH_LOCK_TIMEOUT", "could not acquire path-lock mutation lock");
-    if (rc == -1) {
-        if (merr.sys_errno == EINTR)
-            return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
-        if (!merr.sys_errno) {
-            if (err)
-                *err = merr;
-            return -1;
-        }
-        return ac_err_sys(err, merr.sys_errno, NULL, "could not lock %s", AC_PATHLOCK_MUTEX);
-    }
-    return 0;
+    return ac_chan_mutex_enter(ch, AC_PATHLOCK_MUTEX, &s->mx, "PATH_LOCK_TIMEOUT",
+                               "could not acquire path-lock mutation lock", NULL,
+                               "could not lock " AC_MUTEX_PATHLOCKS, err);
 }
 
 static void session_close(struct session *s)
@@ -302,6 +278,33 @@ static void take(struct ac_locklist *l, size_t i, struct ac_lockrec *out)
     memset(&l->v[i], 0, sizeof l->v[i]);
 }
 
+/* The session of unlock and recover: the mutex taken, nothing pending, the
+ * records loaded, and the one `target` names moved into *rec. 0, or -1
+ * with err (the session is closed again). */
+static int target_session(struct session *s, struct ac_chan *ch, const char *target,
+                          struct ac_locklist *l, struct ac_lockrec *rec, struct ac_err *err)
+{
+    size_t idx = 0;
+    if (session_open(s, ch, err) == -1)
+        return -1;
+    if (session_gate(s, err) == -1 || session_load(s, l, err) == -1 ||
+        find_target(s, l, target, &idx, err) == -1) {
+        session_close(s);
+        return -1;
+    }
+    take(l, idx, rec);
+    return 0;
+}
+
+/* Hand the new record to the caller (if it wants it). */
+static void give(struct ac_lockrec *rec, struct ac_lockrec *out)
+{
+    if (out) {
+        *out = *rec;
+        memset(rec, 0, sizeof *rec);
+    }
+}
+
 /* ------------------------------------------------------------ mutations */
 
 struct mutation {
@@ -317,13 +320,18 @@ struct mutation {
 };
 
 /* One batch of the store (AC_BATCH_PATHLOCK): the record change and its
- * audit message, all or nothing (on the folder: the path-lock journal). */
-static int run_mutation(struct session *s, const struct mutation *m, struct ac_err *err)
+ * audit message, all or nothing (on the folder: the path-lock journal).
+ * On success the new record `rec` goes to the caller's `out`. */
+static int run_mutation(struct session *s, const struct mutation *m, struct ac_lockrec *rec,
+                        struct ac_lockrec *out, struct ac_err *err)
 {
     struct ac_change c = { AC_LOCKS, m->lock_id, m->before, m->before_len, m->after, m->after_len };
     struct ac_batch b = { AC_BATCH_PATHLOCK, &c, 1, m->actor, m->event, m->lock_id, m->audit, NULL,
                           m->operation };
-    return ac_chan_batch_commit(s->ch, &b, err);
+    if (ac_chan_batch_commit(s->ch, &b, err) == -1)
+        return -1;
+    give(rec, out);
+    return 0;
 }
 
 /* The audit body fields common to the three events. */
@@ -430,19 +438,8 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
         ac_err_sys(err, ENOMEM, NULL, "could not compose the lock record");
         goto out;
     }
-    m.operation = "lock";
-    m.event = "path.locked";
-    m.lock_id = id;
-    m.actor = owner;
-    m.after = bytes;
-    m.after_len = blen;
-    if (run_mutation(&s, &m, err) == -1)
-        goto out;
-    if (out) {
-        *out = rec;
-        memset(&rec, 0, sizeof rec);
-    }
-    rc = 0;
+    m = (struct mutation){ "lock", "path.locked", id, owner, NULL, 0, bytes, blen, m.audit };
+    rc = run_mutation(&s, &m, &rec, out, err);
 out:
     if (opened)
         session_close(&s);
@@ -506,21 +503,18 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
     struct ac_lockrec rec;
     struct mutation m;
     char now_s[48], *before = NULL;
-    size_t idx = 0, blen = 0;
+    size_t blen = 0;
     int rc = -1;
 
     memset(&rec, 0, sizeof rec);
     memset(&m, 0, sizeof m);
     if (out)
         memset(out, 0, sizeof *out);
-    if (ac_pathlock_check_owner(owner, "owner", err) == -1)
+    if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
+        target_session(&s, ch, target, &l, &rec, err) == -1) {
+        ac_locklist_free(&l);
         return -1;
-    if (session_open(&s, ch, err) == -1)
-        return -1;
-    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1 ||
-        find_target(&s, &l, target, &idx, err) == -1)
-        goto out;
-    take(&l, idx, &rec);
+    }
     if (strcmp(rec.owner, owner) != 0) {
         char shown[600];
         ac_err_quote(shown, sizeof shown, rec.owner, 200);
@@ -535,19 +529,8 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
         ac_err_sys(err, ENOMEM, NULL, "could not compose the audit message");
         goto out;
     }
-    m.operation = "unlock";
-    m.event = "path.lock.unlocked";
-    m.lock_id = rec.lock_id;
-    m.actor = owner;
-    m.before = before;
-    m.before_len = blen;
-    if (run_mutation(&s, &m, err) == -1)
-        goto out;
-    if (out) {
-        *out = rec;
-        memset(&rec, 0, sizeof rec);
-    }
-    rc = 0;
+    m = (struct mutation){ "unlock", "path.lock.unlocked", rec.lock_id, owner, before, blen, NULL, 0, m.audit };
+    rc = run_mutation(&s, &m, &rec, out, err);
 out:
     session_close(&s);
     json_decref(m.audit);
@@ -566,7 +549,7 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
     struct ac_lockrec old, rec;
     struct mutation m;
     char now_s[48], exp_s[48], *before = NULL, *after = NULL;
-    size_t idx = 0, blen = 0, alen = 0;
+    size_t blen = 0, alen = 0;
     int64_t dur, now;
     int rc = -1;
 
@@ -579,12 +562,10 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
         ac_pathlock_check_reason(reason, err) == -1 ||
         ac_pathlock_check_duration(lease, &dur, err) == -1)
         return -1;
-    if (session_open(&s, ch, err) == -1)
+    if (target_session(&s, ch, target, &l, &old, err) == -1) {
+        ac_locklist_free(&l);
         return -1;
-    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1 ||
-        find_target(&s, &l, target, &idx, err) == -1)
-        goto out;
-    take(&l, idx, &old);
+    }
     now = ac_isotime_now_us();
     if (!ac_lockrec_expired(&old, now)) {
         ac_pl_err(err, "PATH_LOCK_NOT_STALE", "lock %s is still active", old.lock_id);
@@ -630,21 +611,9 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
         ac_err_sys(err, ENOMEM, NULL, "could not compose the lock record");
         goto out;
     }
-    m.operation = "recover";
-    m.event = "path.lock.recovered";
-    m.lock_id = rec.lock_id;
-    m.actor = owner;
-    m.before = before;
-    m.before_len = blen;
-    m.after = after;
-    m.after_len = alen;
-    if (run_mutation(&s, &m, err) == -1)
-        goto out;
-    if (out) {
-        *out = rec;
-        memset(&rec, 0, sizeof rec);
-    }
-    rc = 0;
+    m = (struct mutation){ "recover", "path.lock.recovered", rec.lock_id, owner, before, blen, after, alen,
+                           m.audit };
+    rc = run_mutation(&s, &m, &rec, out, err);
 out:
     session_close(&s);
     json_decref(m.audit);

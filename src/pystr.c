@@ -106,6 +106,19 @@ void ac_py_strip(const char *s, size_t len, size_t *start, size_t *end)
     *end = e;
 }
 
+/* Append the decimal digit (any script) at p[0..len) to *v: its length,
+ * or 0 when it is not one or *v would pass INT64_MAX. */
+static size_t push_digit(const unsigned char *p, size_t len, uint64_t *v)
+{
+    uint32_t cp;
+    size_t n = ac_utf8_next(p, len, &cp);
+    int d = n ? ac_py_decimal(cp) : -1;
+    if (d < 0 || *v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
+        return 0;
+    *v = *v * 10 + (uint64_t)d;
+    return n;
+}
+
 int ac_py_decimal_value(const char *s, size_t len, uint64_t *value)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -114,23 +127,9 @@ int ac_py_decimal_value(const char *s, size_t len, uint64_t *value)
     if (len == 0)
         return -1;
     while (i < len) {
-        uint32_t cp;
-        size_t n;
-        int d;
-        if (p[i] < 0x80) {
-            cp = p[i];
-            n = 1;
-        } else {
-            n = ac_utf8_decode(p + i, len - i, &cp);
-            if (n == 0)
-                return -1;
-        }
-        d = ac_py_decimal(cp);
-        if (d < 0)
+        size_t n = push_digit(p + i, len - i, &v);
+        if (n == 0)
             return -1;
-        if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
-            return -1;
-        v = v * 10 + (uint64_t)d;
         i += n;
     }
     *value = v;
@@ -175,9 +174,7 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
         i++;
     }
     while (i < b) {
-        uint32_t cp;
         size_t cn;
-        int d;
         if (p[i] == '_') {
             /* '_' only between two digits */
             if (!prev_digit || i + 1 >= b)
@@ -186,20 +183,8 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
             i++;
             continue;
         }
-        if (p[i] < 0x80) {
-            cp = p[i];
-            cn = 1;
-        } else {
-            cn = ac_utf8_decode(p + i, b - i, &cp);
-            if (cn == 0)
-                return -1;
-        }
-        d = ac_py_decimal(cp);
-        if (d < 0)
+        if ((cn = push_digit(p + i, b - i, &v)) == 0)
             return -1;
-        if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
-            return -1;
-        v = v * 10 + (uint64_t)d;
         prev_digit = any = 1;
         i += cn;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentchat/channel.h"
 #include "agentchat/clock.h"
 #include "agentchat/store.h"
 #include "agentchat/utf8.h"
@@ -19,34 +20,12 @@
  * directory), with a smaller length limit. */
 static const char *agent_problem(const char *agent)
 {
-    size_t len = strlen(agent), i;
-    if (len == 0)
-        return "empty name blocked";
-    if (strcmp(agent, ".") == 0 || strcmp(agent, "..") == 0 || strpbrk(agent, "/\\:"))
-        return "path traversal blocked";
-    if (agent[0] == '.' || agent[0] == '_')
-        return "reserved prefix blocked";
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)agent[i];
-        if (c < 0x20 || c == 0x7f)
-            return "control character blocked";
-    }
-    if (!ac_utf8_valid(agent, len))
-        return "invalid UTF-8 blocked";
-    if (len > AC_ACK_AGENT_MAX)
-        return "name too long";
-    return NULL;
+    return agent[0] ? ac_name_problem(agent, AC_ACK_AGENT_MAX) : "empty name blocked";
 }
 
 int ac_ack_agent_check(const char *agent, struct ac_err *err)
 {
-    const char *why = agent_problem(agent);
-    char shown[300];
-    if (!why)
-        return 0;
-    ac_err_quote(shown, sizeof shown, agent, 200);
-    return ac_err_set(err, AC_EXIT_GENERAL, "RECEIPT_INVALID_AGENT",
-                      "invalid agent name (%s): '%s'", why, shown);
+    return ac_name_refuse(agent, agent_problem(agent), "RECEIPT_INVALID_AGENT", "agent", err);
 }
 
 /* "<seq>/<agent>": the ack's record name (store.h, AC_ACKS). */
@@ -197,19 +176,8 @@ int ac_receipts_wait(struct ac_chan *ch, uint64_t seq, const char *const *agents
             break;
         }
         nap = deadline - now < interval_ns ? deadline - now : interval_ns;
-        if (w) {
-            if (ac_chan_watch_wait(ch, w, nap) == -1) {
-                if (errno == EINTR) {
-                    rc = interrupted(err);
-                    break;
-                }
-                ac_chan_watch_close(ch, w);     /* notification broke: poll */
-                w = NULL;
-            }
-        } else if (ac_clock_sleep_ns(nap) == -1) {
-            rc = interrupted(err);
+        if (ac_wait_nap(ch, &w, nap, err) == -1)
             break;
-        }
     }
     ac_chan_watch_close(ch, w);
     return rc;

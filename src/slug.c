@@ -18,14 +18,8 @@ void ac_slugify(const char *s, size_t len, char out[AC_SLUG_MAX + 1])
         size_t n;
         char keep = 0, extra_dash = 0;
 
-        if (p[i] < 0x80) {
-            cp = p[i];
-            n = 1;
-        } else {
-            n = ac_utf8_decode(p + i, len - i, &cp);
-            if (n == 0)
-                n = 1;
-        }
+        if ((n = ac_utf8_next(p + i, len - i, &cp)) == 0)
+            n = 1;              /* a stray byte is one character (its value in cp) */
         i += n;
         if (cp >= 'A' && cp <= 'Z')
             keep = (char)(cp - 'A' + 'a');

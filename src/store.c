@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentchat/clock.h"
 #include "agentchat/fault.h"
 #include "agentchat/utf8.h"
 
@@ -182,6 +183,25 @@ int ac_chan_mutex_acquire(struct ac_chan *ch, const char *name, int64_t deadline
     if (rc == 0)
         (*out)->ops = CHOPS(ch);
     return rc;
+}
+
+int ac_chan_mutex_enter(struct ac_chan *ch, const char *name, struct ac_mutex **out,
+                        const char *timeout_code, const char *timeout_msg, const char *io_code,
+                        const char *io_what, struct ac_err *err)
+{
+    struct ac_err merr = AC_ERR_INIT;
+    int rc = ac_chan_mutex_acquire(ch, name, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0, out, &merr);
+    if (rc == 0)
+        return 0;
+    if (rc == AC_MUTEX_TIMEOUT)
+        return ac_err_code(err, timeout_code, "%s", timeout_msg);
+    if (merr.sys_errno == EINTR)
+        return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
+    if (merr.sys_errno)
+        return ac_err_sys(err, merr.sys_errno, io_code, "%s", io_what);
+    if (err)
+        *err = merr;
+    return -1;
 }
 
 void ac_mutex_release(struct ac_mutex *m)

@@ -37,27 +37,6 @@ int ac_safe_name(const char *s)
     return 1;
 }
 
-int ac_has_control(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t len = strlen(s), i = 0;
-    while (i < len) {
-        uint32_t cp;
-        size_t n;
-        if (p[i] < 0x80) {
-            if (p[i] < 0x20 || p[i] == 0x7f)
-                return 1;
-            i++;
-            continue;
-        }
-        n = ac_utf8_decode(p + i, len - i, &cp);
-        if (n == 0 || (cp >= 0x80 && cp <= 0x9f))
-            return 1;
-        i += n;
-    }
-    return 0;
-}
-
 int ac_task_status_valid(const char *s)
 {
     size_t i;

@@ -77,10 +77,7 @@ static int update(struct ac_board *b, const char *id, const char *actor,
     if (!chg->title && !chg->owner && !chg->clear_owner && !chg->depends_on && !chg->files_hint &&
         !chg->acceptance && !chg->branch && !chg->clear_branch && !chg->status)
         return ac_task_err(err, "TASK_INVALID_UPDATE", "task update requires at least one field");
-    if (ac_lease_journal_guard(b, err) == -1)
-        return -1;
-    cur = ac_board_get(b, id, err);
-    if (!cur)
+    if (!(cur = ac_lease_target(b, id, err)))
         return -1;
     if (chg->status && !ac_task_status_valid(chg->status)) {
         char shown[300];

@@ -150,3 +150,36 @@ char *ac_text_from_file(const char *s, size_t len, size_t *outlen)
     *outlen = o;
     return out;
 }
+
+/* Unicode category Cc: C0, DEL and C1. Bytes that are not UTF-8 count too:
+ * Python sees them as lone surrogates (surrogateescape), which it refuses
+ * with the same messages. */
+int ac_has_control(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n;
+        if (p[i] < 0x80) {
+            if (p[i] < 0x20 || p[i] == 0x7f)
+                return 1;
+            i++;
+            continue;
+        }
+        n = ac_utf8_decode(p + i, len - i, &cp);
+        if (n == 0 || (cp >= 0x80 && cp <= 0x9f))
+            return 1;
+        i += n;
+    }
+    return 0;
+}
+
+size_t ac_utf8_next(const unsigned char *s, size_t len, uint32_t *cp)
+{
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    return ac_utf8_decode(s, len, cp);
+}

@@ -77,21 +77,26 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
         nap = pending ? INCOMPLETE_RECHECK_NS : interval_ns;
         if (deadline - now < nap)
             nap = deadline - now;
-        if (w) {
-            if (ac_chan_watch_wait(ch, w, nap) == -1) {
-                if (errno == EINTR) {
-                    rc = interrupted(err);
-                    break;
-                }
-                /* Notification broke down: fall back to polling. */
-                ac_chan_watch_close(ch, w);
-                w = NULL;
-            }
-        } else if (ac_clock_sleep_ns(nap) == -1) {
-            rc = interrupted(err);
+        if (ac_wait_nap(ch, &w, nap, err) == -1) {
+            rc = -1;
             break;
         }
     }
     ac_chan_watch_close(ch, w);
     return rc;
+}
+
+int ac_wait_nap(struct ac_chan *ch, struct ac_watch **w, int64_t nap_ns, struct ac_err *err)
+{
+    if (*w) {
+        if (ac_chan_watch_wait(ch, *w, nap_ns) != -1)
+            return 0;
+        if (errno == EINTR)
+            return interrupted(err);
+        /* Notification broke down: fall back to polling. */
+        ac_chan_watch_close(ch, *w);
+        *w = NULL;
+        return 0;
+    }
+    return ac_clock_sleep_ns(nap_ns) == -1 ? interrupted(err) : 0;
 }

@@ -31,4 +31,10 @@ void ac_buf_printf(struct ac_buf *b, const char *fmt, ...)
 char *ac_buf_detach(struct ac_buf *b, size_t *len);
 void ac_buf_free(struct ac_buf *b);
 
+/* Growable arrays: make room for `need` elements of `elem` bytes in the
+ * malloc'ed array *array (a `T **`), whose capacity is *cap (doubled from
+ * 16). 0, or -1 when out of memory (the array is unchanged).
+ *     if (ac_grow(&v, &cap, n + 1, sizeof *v) == -1) oom; v[n++] = x; */
+int ac_grow(void *array, size_t *cap, size_t need, size_t elem);
+
 #endif

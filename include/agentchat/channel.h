@@ -21,6 +21,16 @@
 #define AC_META_FILE "_meta.json"
 #define AC_META_CAP (1u << 20)
 
+/* Why `name` cannot be one plain file name (the rules above, at most
+ * `max` bytes), or NULL when it can: the channel names' and the ack agent
+ * names' (receipts.h) one check. */
+const char *ac_name_problem(const char *name, size_t max);
+
+/* 0 when `why` is NULL, else -1 with `code` and "invalid <what> name
+ * (<why>): '<name, quoted>'" (the channel and agent name checks). */
+int ac_name_refuse(const char *name, const char *why, const char *code, const char *what,
+                   struct ac_err *err);
+
 /* Check a channel name. Returns 0, or -1 with CHANNEL_INVALID_NAME and the
  * compatible message ("invalid channel name (path traversal blocked): 'a/b'"). */
 int ac_channel_name_check(const char *name, struct ac_err *err);

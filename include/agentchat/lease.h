@@ -64,6 +64,11 @@ int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *
  * else 0. */
 int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err);
 
+/* The record of task `id` (borrowed) for a change: NULL with
+ * LEASE_TRANSACTION_PENDING while a lease batch is pending, or with the
+ * errors of ac_board_get. */
+json_t *ac_lease_target(struct ac_board *b, const char *id, struct ac_err *err);
+
 /* The claim of task `id`: *claim (new reference) and *claim_name (its
  * record name, malloc'ed) or both NULL; *expired when its lease_expires_at
  * has passed. */

@@ -27,6 +27,14 @@ int ac_lua_pcall(lua_State *L, int nargs, int nres);
  * and return 4. */
 int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *message);
 
+/* The string field `key` of the table at idx, `def` when it is nil;
+ * raises for another type. The table keeps the string alive. */
+const char *ac_lua_opt_string(lua_State *L, int idx, const char *key, const char *def);
+
+/* Push nil, "[Errno N] <strerror>", N (Python's OSError text, for the
+ * modules that read the user's own files); returns 3. */
+int ac_lua_push_errno(lua_State *L, int e);
+
 /* ac_lua_fail with the code, exit code and message of a C-layer error
  * (IO_ERROR and 1 where it set none); returns 4. */
 struct ac_err;
@@ -51,9 +59,10 @@ struct ac_chan;
  * returned by store:channel()); raises on anything else or a closed one. */
 struct ac_chan *ac_lua_checkchan(lua_State *L, int idx);
 
-/* Push the list of n names as a Lua sequence and free it (ac_names_free).
- * May raise (memory): the names would leak. */
-void ac_lua_push_names(lua_State *L, char **names, size_t n);
+/* The result of a call that lists names (rc 0 or -1): push the n names as
+ * a Lua sequence and free them (ac_names_free), or the failure in err.
+ * Returns the number of results. May raise (memory): the names would leak. */
+int ac_lua_names_result(lua_State *L, int rc, char **names, size_t n, const struct ac_err *err);
 
 /* Push a jansson value as a Lua value (objects and arrays become tables;
  * null becomes `nullv`'s value at index nullidx, or nil when 0). */

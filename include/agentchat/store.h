@@ -424,6 +424,14 @@ void ac_chan_rec_where(struct ac_chan *ch, int family, const char *name, char *o
 int ac_chan_mutex_acquire(struct ac_chan *ch, const char *name, int64_t deadline_ns, int flags,
                           struct ac_mutex **out, struct ac_err *err);
 void ac_mutex_release(struct ac_mutex *m);      /* NULL: nothing */
+/* ac_chan_mutex_acquire for one command: wait AC_MUTEX_WAIT_NS and fail
+ * with the caller's codes: `timeout_code` ("TASK_LOCK_TIMEOUT") and
+ * `timeout_msg` when another kept it, INTERRUPTED (exit 130) on SIGINT,
+ * `io_code` (NULL: IO_ERROR) with "<io_what>: <strerror>" for a system
+ * error. */
+int ac_chan_mutex_enter(struct ac_chan *ch, const char *name, struct ac_mutex **out,
+                        const char *timeout_code, const char *timeout_msg, const char *io_code,
+                        const char *io_what, struct ac_err *err);
 int ac_chan_blob_write(struct ac_chan *ch, const char *name, const char *data, size_t len,
                        struct ac_err *err);
 int ac_chan_path_resolve(struct ac_chan *ch, const char *path, char *out, size_t outsz,

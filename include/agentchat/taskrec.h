@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "agentchat/err.h"
+#include "agentchat/utf8.h"     /* ac_has_control */
 
 #define AC_TASK_NFIELDS 12
 extern const char *const ac_task_fields[AC_TASK_NFIELDS];
@@ -40,8 +41,6 @@ extern const char *const ac_task_fields[AC_TASK_NFIELDS];
  * names, and the safe identities of lease owners and actors. */
 int ac_safe_name(const char *s);
 
-/* Any character of Unicode category Cc (C0, DEL, C1) or invalid UTF-8. */
-int ac_has_control(const char *s);
 
 int ac_task_status_valid(const char *s);
 

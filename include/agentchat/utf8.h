@@ -16,8 +16,17 @@
  * truncated sequence (then *cp is the byte value). */
 size_t ac_utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
 
+/* The code point at s[0..len) (len >= 1), ASCII without a decode: the
+ * number of bytes, or 0 for an invalid sequence (as ac_utf8_decode). */
+size_t ac_utf8_next(const unsigned char *s, size_t len, uint32_t *cp);
+
 /* True when the whole buffer is valid UTF-8. */
 int ac_utf8_valid(const char *s, size_t len);
+
+/* Any character of Unicode category Cc (C0, DEL, C1) or invalid UTF-8 in
+ * the NUL-terminated s: the one "has a control character" check (task
+ * fields, workspace paths, recovery reasons). */
+int ac_has_control(const char *s);
 
 /* Encode cp into out (at least 4 bytes); returns the byte count. */
 size_t ac_utf8_encode(uint32_t cp, char *out);

@@ -37,4 +37,10 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
 void ac_wait_limits(int64_t start, double timeout_s, double interval_s,
                     int64_t *deadline, int64_t *interval_ns);
 
+/* Sleep up to nap_ns between two checks of a wait: on the watch *w when
+ * there is one (a change wakes it early; when notification breaks down the
+ * watch is closed and *w set to NULL, so the caller polls from then on),
+ * else plainly. 0, or -1 with INTERRUPTED (exit 130) on SIGINT/SIGTERM. */
+int ac_wait_nap(struct ac_chan *ch, struct ac_watch **w, int64_t nap_ns, struct ac_err *err);
+
 #endif

@@ -5,6 +5,7 @@
  * claimrec.h, lockrec.h); the journals are read by the journal engine
  * (journal.h), exactly as recover-pending reads them.
  */
+#include "agentchat/buf.h"
 #include "agentchat/fsck.h"
 
 #include <ctype.h>
@@ -117,15 +118,9 @@ static struct ac_finding *add(struct fsck *f, const char *code, const char *path
     va_list ap;
     int n;
 
-    if (r->n == r->cap) {
-        size_t ncap = r->cap ? r->cap * 2 : 16;
-        struct ac_finding *nv = realloc(r->v, ncap * sizeof *nv);
-        if (!nv) {
-            f->oom = 1;
-            return NULL;
-        }
-        r->v = nv;
-        r->cap = ncap;
+    if (ac_grow(&r->v, &r->cap, r->n + 1, sizeof *r->v) == -1) {
+        f->oom = 1;
+        return NULL;
     }
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
@@ -281,17 +276,7 @@ struct ents {
 
 static int ents_push(struct ents *e, const char *name, uint64_t seq)
 {
-    if (e->n == e->cap) {
-        size_t ncap = e->cap ? e->cap * 2 : 64;
-        struct ent *nv = realloc(e->v, ncap * sizeof *nv);
-        if (!nv) {
-            e->oom = 1;
-            return 1;
-        }
-        e->v = nv;
-        e->cap = ncap;
-    }
-    if (!(e->v[e->n].name = strdup(name))) {
+    if (ac_grow(&e->v, &e->cap, e->n + 1, sizeof *e->v) == -1 || !(e->v[e->n].name = strdup(name))) {
         e->oom = 1;
         return 1;
     }

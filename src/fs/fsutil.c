@@ -201,18 +201,21 @@ int ac_read_fd(int fd, size_t cap, char **out, size_t *len, struct stat *stp)
     return 0;
 }
 
+int ac_close_keep(int fd, int rc)
+{
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
 int ac_read_file_at(int dirfd, const char *name, size_t cap,
                     char **out, size_t *len)
 {
     int fd = open_retry(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    int rc, saved;
     if (fd == -1)
         return -1;
-    rc = ac_read_fd(fd, cap, out, len, NULL);
-    saved = errno;
-    close(fd);
-    errno = saved;
-    return rc;
+    return ac_close_keep(fd, ac_read_fd(fd, cap, out, len, NULL));
 }
 
 int ac_write_all(int fd, const void *buf, size_t len)

@@ -68,6 +68,10 @@ int ac_open_dir_path(const char *path);
 /* Create every missing directory of `path` (like mkdir -p). */
 int ac_mkdirs(const char *path, mode_t mode);
 
+/* Close fd keeping errno (of a failure just before); returns rc, so that
+ * `return ac_close_keep(fd, step(fd));` ends a function that owns fd. */
+int ac_close_keep(int fd, int rc);
+
 /* Read the regular file `name` inside `dirfd` into a malloc'ed buffer that
  * is NUL-terminated (the NUL is not counted in *len). Refuses symlinks
  * (ELOOP), non-regular files (EISDIR for directories, EINVAL otherwise) and

@@ -82,25 +82,17 @@ int ac_host_dir_list(const char *dir, const char *sub, ac_host_entry_cb cb, void
 {
     struct listing l = { cb, ctx };
     const char *last;
-    int fd = open_below(dir, sub, 1, &last), rc, e;
+    int fd = open_below(dir, sub, 1, &last);
     if (fd == -1)
         return -1;
-    rc = ac_dir_walk(fd, list_cb, &l);
-    e = errno;
-    close(fd);
-    errno = e;
-    return rc == -1 ? -1 : 0;
+    return ac_close_keep(fd, ac_dir_walk(fd, list_cb, &l) == -1 ? -1 : 0);
 }
 
 int ac_host_dir_read(const char *dir, const char *rel, size_t cap, char **out, size_t *len)
 {
     const char *last;
-    int fd = open_below(dir, rel, 0, &last), rc, e;
+    int fd = open_below(dir, rel, 0, &last);
     if (fd == -1)
         return -1;
-    rc = ac_read_file_at(fd, last, cap, out, len);
-    e = errno;
-    close(fd);
-    errno = e;
-    return rc;
+    return ac_close_keep(fd, ac_read_file_at(fd, last, cap, out, len));
 }

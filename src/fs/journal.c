@@ -657,15 +657,9 @@ static int journaled_commit(struct ac_chan *ch, const struct format *f, const st
     int chfd = fs_chan_fd(ch), dfd = -1, rc = -1, mkdir_failed, e;
     size_t i;
 
-    memset(&t, 0, sizeof t);
-    t.fmt = f;
-    t.phase = "prepared";
-    t.subject = b->subject;
-    t.event = b->event;
-    t.actor = b->actor;
-    t.operation = b->operation;
-    t.details = b->details;
-    t.n = b->nchanges;
+    t = (struct txn){ .fmt = f, .phase = "prepared", .subject = b->subject, .event = b->event,
+                      .actor = b->actor, .operation = b->operation, .details = b->details,
+                      .n = b->nchanges };
     if (!(t.c = calloc(t.n ? t.n : 1, sizeof *t.c)))
         return ac_err_sys(err, ENOMEM, f->io_code, "%s", f->msg_journal);
     for (i = 0; i < t.n; i++) {

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentchat/buf.h"
 #include "agentchat/fault.h"
 #include "fsutil.h"
 
@@ -168,15 +169,9 @@ static int scan_cb(void *ctx, const char *name, unsigned char type)
         return 0;
     if (s->prefix && (stem <= s->plen || strncmp(name, s->prefix, s->plen) != 0))
         return 0;
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 16;
-        struct ac_record *nv = realloc(s->v, ncap * sizeof *nv);
-        if (!nv) {
-            s->oom = 1;
-            return 1;
-        }
-        s->v = nv;
-        s->cap = ncap;
+    if (ac_grow(&s->v, &s->cap, s->n + 1, sizeof *s->v) == -1) {
+        s->oom = 1;
+        return 1;
     }
     r = &s->v[s->n];
     memset(r, 0, sizeof *r);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "fsutil.h"
+#include "agentchat/buf.h"
 #include "agentchat/pystr.h"
 
 #define STAMP_XATTR "user.agent-chat.scan"
@@ -73,15 +74,9 @@ static int collect_cb(void *ctx, const char *name, unsigned char type)
     }
     if ((int64_t)seq <= c->after)
         return 0;
-    if (l->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 64;
-        struct ac_entry *nv = realloc(l->v, ncap * sizeof *nv);
-        if (!nv) {
-            c->oom = 1;
-            return 1;
-        }
-        l->v = nv;
-        c->cap = ncap;
+    if (ac_grow(&l->v, &c->cap, l->n + 1, sizeof *l->v) == -1) {
+        c->oom = 1;
+        return 1;
     }
     l->v[l->n].seq = seq;
     l->v[l->n].name = strdup(name);

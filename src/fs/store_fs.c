@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentchat/buf.h"
 #include "agentchat/channel.h"
 #include "agentchat/clock.h"
 #include "agentchat/fault.h"
@@ -105,15 +106,9 @@ static int names_cb(void *ctx, const char *name, unsigned char type)
         return 0;
     }
     close(fd);
-    if (c->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 16;
-        char **nv = realloc(c->v, ncap * sizeof *nv);
-        if (!nv) {
-            c->oom = 1;
-            return 1;
-        }
-        c->v = nv;
-        c->cap = ncap;
+    if (ac_grow(&c->v, &c->cap, c->n + 1, sizeof *c->v) == -1) {
+        c->oom = 1;
+        return 1;
     }
     if (!(c->v[c->n] = strdup(name))) {
         c->oom = 1;
