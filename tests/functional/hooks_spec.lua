@@ -96,6 +96,23 @@ describe("hooks never fail and never write", function()
       .. "Run /agent-chat to read/reply.\n", r.stdout)
   end)
 
+  it("session-start says the identity is unset when the root has any channel, whatever AGENT_CHAT_CHANNELS lists",
+    function()
+    local NOTICE = "[agent-chat] Inbox hook disabled: identity is unset; set AGENT_CHAT_NAME.\n"
+    local root = busy_root()
+    for _, list in ipairs({ "", " , ", "_x", "../one", "nosuch", "one", "a/b, nosuch" }) do
+      local r = quiet_ok(hook(root, "session-start", { AGENT_CHAT_CHANNELS = list, AGENT_CHAT_NAME = "  " }))
+      assert.are.equal(NOTICE, r.stdout, "AGENT_CHAT_CHANNELS=" .. list)
+      for _, kind in ipairs({ "prompt", "stop" }) do
+        assert.are.equal("", quiet_ok(hook(root, kind, { AGENT_CHAT_CHANNELS = list })).stdout)
+      end
+    end
+    -- A root without channels (a folder without _meta.json is none) stays silent.
+    local empty = F.new_root()
+    assert(os.execute("mkdir -p " .. F.sh(empty .. "/nometa")))
+    assert.are.equal("", quiet_ok(hook(empty, "session-start", { AGENT_CHAT_CHANNELS = "nometa" })).stdout)
+  end)
+
   it("ignore whatever the host sends on stdin", function()
     local root = busy_root()
     local r = F.run({ "hook", "stop" }, { env = { AGENT_CHAT_ROOT = root, AGENT_CHAT_NAME = "bob" },

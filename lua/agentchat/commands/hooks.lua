@@ -90,15 +90,17 @@ end
 
 --- The line hook `kind` prints, or nil for none.
 function M.message(kind, root, env)
-  local channels = M.channels(root, env)
-  if #channels == 0 then
-    return nil
-  end
   local name = M.identity(env)
   if not name then
-    if kind == "session-start" then
+    -- Any channel of the root counts here, whatever AGENT_CHAT_CHANNELS
+    -- lists: the notice is about the identity, not about those channels.
+    if kind == "session-start" and #(root:channel_names() or {}) > 0 then
       return "[agent-chat] Inbox hook disabled: identity is unset; set AGENT_CHAT_NAME."
     end
+    return nil
+  end
+  local channels = M.channels(root, env)
+  if #channels == 0 then
     return nil
   end
   local items = M.unread_items(channels, name)

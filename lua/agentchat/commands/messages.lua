@@ -58,7 +58,7 @@ local ljust = open.ljust
 local function show_messages(ctx, messages)
   local parts = {}
   for _, m in ipairs(messages) do
-    parts[#parts + 1] = RULE .. "\n" .. sys.rstrip(m.text) .. "\n\n"
+    parts[#parts + 1] = RULE .. "\n" .. open.shown_text(m) .. "\n\n"
   end
   ctx.out(table.concat(parts))
 end

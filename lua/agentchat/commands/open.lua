@@ -17,6 +17,7 @@
 --   open.interval(args, ctx)         --interval, else the config's wait.interval
 --   open.posted(ctx, channel, res)   the "posted #N -> ..." line and its warning
 --   open.warn_skipped(ctx, batch)    a warning per unreadable message skipped
+--   open.shown_text(m)               a message as read/peek print it
 --   open.ljust(s, width)             s padded with spaces to width characters
 --   open.commit_shown(ctx, skip, commit, ...)
 --                                    once the output is out, commit(...)
@@ -106,6 +107,16 @@ function M.warn_skipped(ctx, batch)
   for _, s in ipairs(batch.skipped or {}) do
     ctx.err("agent-chat: warning: skipped unreadable message " .. s.name .. ": " .. s.reason .. "\n")
   end
+end
+
+-- The text of message `m` as read, wait and peek print it (rstripped),
+-- or, for a file that is not UTF-8, the one-line notice the Python tool
+-- prints in its place (its decode error names the first bad bytes).
+function M.shown_text(m)
+  if m.decode_error then
+    return "(could not read message " .. m.name .. ": " .. m.decode_error .. ")"
+  end
+  return sys.rstrip(m.text)
 end
 
 -- Cursors move only once the messages are out: flush, then (unless
