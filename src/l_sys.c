@@ -12,6 +12,8 @@
  *   sys.monotonic()                 -- seconds (float), CLOCK_MONOTONIC
  *   sys.sleep(seconds)              -- true | nil, "interrupted", "INTERRUPTED"
  *   sys.utf8_valid(s)               -- strict UTF-8 check (Python's codec)
+ *   sys.utf8_error(s [, how])       -- nil | Python's decode (how "strict") or
+ *                                      surrogateescape re-encode error text
  *   sys.slugify(s)                  -- SPEC.md 3.3 slug
  *   sys.rstrip(s), sys.strip(s)     -- Python str.rstrip()/strip() (Unicode)
  *   sys.float_repr(x)               -- Python repr(float)
@@ -144,6 +146,25 @@ static int l_utf8_valid(lua_State *L)
     size_t len;
     const char *s = luaL_checklstring(L, 1, &len);
     lua_pushboolean(L, ac_utf8_valid(s, len));
+    return 1;
+}
+
+/* sys.utf8_error(s [, how]): nil when s is strict UTF-8, else the text of
+ * the error Python gives for it: how "strict" (default) is decoding the
+ * bytes (a file read as UTF-8 text), "surrogateescape" is encoding what
+ * Python read from stdin or argv (see utf8.h). */
+static int l_utf8_error(lua_State *L)
+{
+    static const char *const hows[] = { "strict", "surrogateescape", NULL };
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    int how = luaL_checkoption(L, 2, "strict", hows);
+    char buf[200];
+    int bad = how == 0 ? ac_utf8_py_error(s, len, 0, NULL, buf, sizeof buf)
+                       : ac_utf8_py_escape_error(s, len, buf, sizeof buf);
+    if (!bad)
+        return 0;
+    lua_pushstring(L, buf);
     return 1;
 }
 
@@ -280,9 +301,9 @@ static int l_getpid(lua_State *L)
 static const luaL_Reg funcs[] = {
     { "isatty", l_isatty }, { "read_file", l_read_file }, { "read_stdin", l_read_stdin },
     { "now_iso", l_now_iso }, { "monotonic", l_monotonic }, { "sleep", l_sleep },
-    { "utf8_valid", l_utf8_valid }, { "slugify", l_slugify }, { "rstrip", l_rstrip },
-    { "strip", l_strip }, { "float_repr", l_float_repr }, { "interrupted", l_interrupted },
-    { "getpid", l_getpid }, { "iso_has_offset", l_iso_has_offset },
+    { "utf8_valid", l_utf8_valid }, { "utf8_error", l_utf8_error }, { "slugify", l_slugify },
+    { "rstrip", l_rstrip }, { "strip", l_strip }, { "float_repr", l_float_repr },
+    { "interrupted", l_interrupted }, { "getpid", l_getpid }, { "iso_has_offset", l_iso_has_offset },
     { "iso_epoch", l_iso_epoch }, { "time", l_time }, { "uuid4", l_uuid4 },
     { "sha256", l_sha256 }, { "home", l_home }, { NULL, NULL }
 };

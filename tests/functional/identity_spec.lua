@@ -1,10 +1,11 @@
 -- On-disk byte identity (issue 11): a fixed workload, run with a frozen
 -- wall clock and frozen random ids, leaves exactly the folder (every file,
 -- hidden ones included, byte for byte) and prints exactly the transcript
--- (exit codes, stdout, stderr) recorded in tests/golden/identity/ by the
--- build before the store interface was extended (commit 5cc4d3a). Any
--- change of a byte on disk, a step's order (which record or message comes
--- first) or an output line shows here.
+-- (exit codes, stdout, stderr) recorded in tests/golden/identity/ by a
+-- build of main without the store interface work of issue 11 (first
+-- 5cc4d3a; re-recorded from main 9fe7894, whose `state` renders state.md
+-- differently, issue 12). Any change of a byte on disk, a step's order
+-- (which record or message comes first) or an output line shows here.
 --
 -- The workload: posts (reply, direct, status), read and inbox cursors, the
 -- legacy marker claim, every task operation (create, update, claim, renew,
@@ -24,9 +25,9 @@
 -- fault points (fault.h) with the crash action, never while a post holds
 -- _seq.lock (a frozen clock would never see that lock go stale).
 --
--- Recording (only when the folder format is meant to change, which issue
--- 11 forbids):
---   AGENT_CHAT_IDENTITY_RECORD=1 AGENT_CHAT_BIN=OLD-BINARY \
+-- Recording (with a build of main, only when main itself changed what it
+-- writes; the store work must never need it):
+--   AGENT_CHAT_IDENTITY_RECORD=1 AGENT_CHAT_BIN=MAIN-BINARY \
 --     tests/run-one tests/functional/identity_spec.lua
 local H = require "spec_helper"
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
