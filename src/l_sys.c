@@ -39,6 +39,7 @@
 
 #include "agentchat/clock.h"
 #include "agentchat/codec.h"
+#include "agentchat/err.h"
 #include "agentchat/hostfile.h"
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
@@ -292,6 +293,14 @@ static int l_sha256(lua_State *L)
     return 1;
 }
 
+/* sys.exit_code(code): the CLI exit code of an error code (err.h's one
+ * table, ac_err_exit_for). */
+static int l_exit_code(lua_State *L)
+{
+    lua_pushinteger(L, ac_err_exit_for(luaL_checkstring(L, 1)));
+    return 1;
+}
+
 static int l_getpid(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)getpid());
@@ -305,7 +314,7 @@ static const luaL_Reg funcs[] = {
     { "rstrip", l_rstrip }, { "strip", l_strip }, { "float_repr", l_float_repr },
     { "interrupted", l_interrupted }, { "getpid", l_getpid }, { "iso_has_offset", l_iso_has_offset },
     { "iso_epoch", l_iso_epoch }, { "time", l_time }, { "uuid4", l_uuid4 },
-    { "sha256", l_sha256 }, { "home", l_home }, { NULL, NULL }
+    { "sha256", l_sha256 }, { "home", l_home }, { "exit_code", l_exit_code }, { NULL, NULL }
 };
 
 int luaopen_agentchat_sys(lua_State *L)

@@ -22,13 +22,19 @@ M.plain = {
   INTERRUPTED = true,
 }
 
--- Exit codes by code (SPEC.md 2.5); everything else exits 1.
-M.exit_codes = {
-  CLAIM_LOST = 3,
-  INTERRUPTED = 130,
-  ETIMEDOUT = 2,
-  USAGE = 2,
-}
+-- Exit codes by code (SPEC.md 2.5): the C runtime's one table (err.h,
+-- ac_err_exit_for: the TASK_/LEASE_/EVENT_ families, USAGE, ETIMEDOUT and
+-- RECEIPT_TIMEOUT exit 2, CLAIM_LOST 3, INTERRUPTED 130, the rest 1).
+-- exit_codes lists the single codes of that table that do not exit 1.
+local ok_sys, sys = pcall(require, "agentchat.sys")
+local function table_exit(code)
+  return ok_sys and type(code) == "string" and sys.exit_code(code) or 1
+end
+
+M.exit_codes = {}
+for _, code in ipairs({ "CLAIM_LOST", "INTERRUPTED", "ETIMEDOUT", "USAGE", "RECEIPT_TIMEOUT" }) do
+  M.exit_codes[code] = table_exit(code)
+end
 
 local Error = {}
 Error.__index = Error
@@ -42,7 +48,7 @@ function M.new(code, message, exit)
   return setmetatable({
     code = code,
     message = message,
-    exit = exit or M.exit_codes[code] or 1,
+    exit = exit or M.exit_for(code),
   }, Error)
 end
 
@@ -50,9 +56,14 @@ function M.is_error(v)
   return getmetatable(v) == Error
 end
 
---- The exit code for a code (with an optional exit hint from C).
+--- The exit code for a code (with an optional exit hint from C): the
+--- table's when it says other than 1, else the hint, else 1.
 function M.exit_for(code, hint)
-  return M.exit_codes[code] or hint or 1
+  local e = table_exit(code)
+  if e ~= 1 then
+    return e
+  end
+  return hint or 1
 end
 
 --- A message made fit for one line (SPEC.md 2.5: every failure is one
@@ -74,7 +85,7 @@ end
 
 --- Return `nil, message, code, exit` (the expected-failure convention).
 function M.fail(code, message, exit)
-  return nil, message, code, exit or M.exit_codes[code] or 1
+  return nil, message, code, exit or M.exit_for(code)
 end
 
 --- Raise the failure of a `nil, message, code, exit` return as an error object.
