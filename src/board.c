@@ -23,13 +23,17 @@ void ac_board_now(char out[48], int micro)
 
 /* ---- loading ---- */
 
-static int load(struct ac_board *b, struct ac_err *err)
+/* Python's _read_all(): every record of tasks/ in file-name order, read
+ * and validated (a lenient board skips the bad ones). */
+static int load_records(struct ac_board *b, struct ac_err *err)
 {
     struct ac_recset set;
     struct ac_err serr = AC_ERR_INIT;
     size_t i;
     int rc = 0;
 
+    json_decref(b->tasks);
+    json_decref(b->ids);
     b->tasks = json_object();
     b->ids = json_array();
     if (!b->tasks || !b->ids)
@@ -56,8 +60,9 @@ static int load(struct ac_board *b, struct ac_err *err)
             rc = ac_task_validate(rec, file, b->channel, b->ch, err);
             if (rc == 0) {
                 const char *id = json_string_value(json_object_get(rec, "id"));
-                json_object_set(b->tasks, id, rec);
-                json_array_append_new(b->ids, json_string(id));
+                if (json_object_set(b->tasks, id, rec) == -1 ||
+                    json_array_append_new(b->ids, json_string(id)) == -1)
+                    rc = ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not load tasks");
             }
             json_decref(rec);
         }
@@ -69,9 +74,42 @@ static int load(struct ac_board *b, struct ac_err *err)
         }
     }
     ac_recset_free(&set);
-    if (rc == 0 && !b->lenient)
-        rc = ac_task_graph_check(b->tasks, b->ids, err);
     return rc;
+}
+
+int ac_board_load(struct ac_board *b, int graph, struct ac_err *err)
+{
+    if (load_records(b, err) == -1)
+        return -1;
+    if (graph && !b->lenient)
+        return ac_task_graph_check(b->tasks, b->ids, err);
+    return 0;
+}
+
+int ac_board_read_one(struct ac_board *b, const char *id, json_t **out, struct ac_err *err)
+{
+    struct ac_record r;
+    char file[300];
+    json_t *rec = NULL;
+
+    *out = NULL;
+    snprintf(file, sizeof file, "%s.json", id);
+    if (ac_chan_rec_read(b->ch, AC_TASKS, id, &r, NULL) == -1) {
+        int e = r.sys_errno;
+        ac_record_free(&r);
+        if (e == ENOENT || e == ENAMETOOLONG || e == 0)
+            return ac_task_err(err, "TASK_NOT_FOUND", "task record does not exist: %s", id);
+        return ac_task_parse(file, NULL, 0, e, &rec, err);
+    }
+    if (ac_task_parse(file, r.data, r.len, 0, &rec, err) == -1 ||
+        ac_task_validate(rec, file, b->channel, b->ch, err) == -1) {
+        json_decref(rec);
+        ac_record_free(&r);
+        return -1;
+    }
+    ac_record_free(&r);
+    *out = rec;
+    return 0;
 }
 
 /* With the task mutex held, a temp file in tasks/ or claims/ belongs to a
@@ -90,26 +128,15 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
     b->ch = ch;
     b->channel = ch->name;
     b->lenient = (mode & AC_BOARD_LENIENT) != 0;
-    mode &= ~AC_BOARD_LENIENT;
-    if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))
-        return ac_task_err(err, "TASK_INVALID_CHANNEL", "channel is not a safe channel name");
     if (ac_chan_mutex_enter(ch, AC_MUTEX_TASKS, &b->mutex, "TASK_LOCK_TIMEOUT",
                             "could not acquire task mutation lock", "TASK_IO_ERROR",
                             "could not open " AC_MUTEX_TASKS, err) == -1)
         return -1;
-    if (load(b, err) == -1) {
+    if (!(mode & AC_BOARD_DEFER) && ac_board_load(b, 1, err) == -1) {
         ac_board_close(b);
         return -1;
     }
     return 0;
-}
-
-int ac_board_reload(struct ac_board *b, struct ac_err *err)
-{
-    json_decref(b->tasks);
-    json_decref(b->ids);
-    b->tasks = b->ids = NULL;
-    return load(b, err);
 }
 
 void ac_board_close(struct ac_board *b)
@@ -123,13 +150,7 @@ void ac_board_close(struct ac_board *b)
 
 json_t *ac_board_get(struct ac_board *b, const char *id, struct ac_err *err)
 {
-    json_t *rec;
-    char shown[300];
-    if (!ac_safe_name(id)) {
-        ac_task_err(err, "TASK_INVALID_ID", "unsafe task id: %s", ac_py_repr(id, shown, sizeof shown));
-        return NULL;
-    }
-    rec = json_object_get(b->tasks, id);
+    json_t *rec = json_object_get(b->tasks, id);
     if (!rec)
         ac_task_err(err, "TASK_NOT_FOUND", "task record does not exist: %s", id);
     return rec;
@@ -231,42 +252,35 @@ json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t 
     return body;
 }
 
-/* Validate a candidate record and the graph with it in place. */
-int ac_board_check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err)
+int ac_board_graph_with(struct ac_board *b, json_t *rec, struct ac_err *err)
 {
-    char filename[300];
     const char *id = ac_task_str(rec, "id");
-    json_t *tasks, *ids;
+    json_t *tasks = json_copy(b->tasks), *ids = json_copy(b->ids);
     int rc;
-    size_t i;
-    json_t *v;
-
-    snprintf(filename, sizeof filename, "%s.json", id);
-    if (ac_task_validate(rec, filename, b->channel, b->ch, err) == -1)
-        return -1;
-    tasks = json_copy(b->tasks);
-    ids = json_array();
-    if (!tasks || !ids) {
+    if (!tasks || !ids || (!json_object_get(tasks, id) && json_array_append_new(ids, json_string(id)) == -1) ||
+        json_object_set(tasks, id, rec) == -1) {
         json_decref(tasks);
         json_decref(ids);
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check the task graph");
-    }
-    json_object_set(tasks, id, rec);
-    /* ids: the board's, plus a new one, kept sorted */
-    {
-        int added = json_object_get(b->tasks, id) != NULL;
-        json_array_foreach(b->ids, i, v) {
-            if (!added && strcmp(json_string_value(v), id) > 0) {
-                json_array_append_new(ids, json_string(id));
-                added = 1;
-            }
-            json_array_append(ids, v);
-        }
-        if (!added)
-            json_array_append_new(ids, json_string(id));
     }
     rc = ac_task_graph_check(tasks, ids, err);
     json_decref(tasks);
     json_decref(ids);
     return rc;
+}
+
+int ac_board_candidate(struct ac_board *b, const json_t *cur, json_t *rec, int load,
+                       struct ac_err *err)
+{
+    const char *from = ac_task_str(cur, "status"), *to;
+    if (ac_task_validate(rec, NULL, b->channel, b->ch, err) == -1)
+        return -1;
+    to = ac_task_str(rec, "status");
+    if (!ac_task_transition_ok(from, to))
+        return ac_task_transition_error(from, to, err);
+    if ((load && ac_board_load(b, 0, err) == -1) || ac_board_graph_with(b, rec, err) == -1)
+        return -1;
+    if (!strcmp(to, "in_progress") || !strcmp(to, "done"))
+        return ac_board_deps_ready(b, rec, err);
+    return 0;
 }

@@ -154,7 +154,12 @@ static int l_show(lua_State *L)
     const char *id = luaL_checkstring(L, 2);
     json_t *rec;
     char *blocking;
-    int n = open_board(L, AC_BOARD_READ, &b);
+    int n;
+    if (!ac_task_id_findable(id)) {
+        ac_task_unsafe_id(id, &err);
+        return fail(L, &err);
+    }
+    n = open_board(L, AC_BOARD_READ, &b);
     if (n)
         return n;
     rec = ac_board_get(&b, id, &err);

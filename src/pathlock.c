@@ -91,7 +91,8 @@ int ac_pathlock_normalize(struct ac_chan *ch, const char *path, struct ac_lockpa
     memset(out, 0, sizeof *out);
     if (!norm)
         return ac_err_sys(err, ENOMEM, NULL, "could not normalize a path");
-    if (ac_chan_path_resolve(ch, path, norm, cap, &is_dir, &why) == -1) {
+    if ((why = ac_relpath_problem(path)) != NULL ||
+        ac_chan_path_resolve(ch, path, norm, cap, &is_dir, &why) == -1) {
         free(norm);
         return ac_pl_err(err, "PATH_LOCK_INVALID_PATH", "%s", why);
     }
@@ -175,7 +176,8 @@ static void session_close(struct session *s)
 static int session_gate(struct session *s, struct ac_err *err)
 {
     struct ac_pending p;
-    int rc = ac_chan_pending_read(s->ch, AC_BATCH_PATHLOCK, &p, err);
+    int rc = ac_chan_pending_read(s->ch, AC_BATCH_PATHLOCK, NULL, &p, err);
+    ac_pending_free(&p);
     if (rc == -1)
         return -1;
     if (rc == 1)
@@ -653,8 +655,7 @@ static int resolve_pending(struct ac_chan *ch, const struct ac_pending *p,
                 return -1;
         }
     }
-    rc = ac_chan_pending_settle(ch, AC_BATCH_PATHLOCK, complete ? AC_SETTLE_VERIFY : AC_SETTLE_ROLLBACK,
-                                &serr);
+    rc = ac_chan_pending_settle(ch, p, complete ? AC_SETTLE_VERIFY : AC_SETTLE_ROLLBACK, &serr);
     if (rc == -1)
         return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL, "could not %s lock record %s.json",
                           complete ? "read" : "restore", p->subject);
@@ -673,6 +674,7 @@ int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
 {
     struct session s;
     struct ac_pending p;
+    static const struct ac_pending_check whole = { NULL, NULL, NULL };
     enum ac_pathlock_outcome oc = AC_PENDING_NONE;
     int rc;
 
@@ -682,7 +684,7 @@ int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
         return -1;
     if (session_open(&s, ch, err) == -1)
         return -1;
-    rc = ac_chan_pending_read(ch, AC_BATCH_PATHLOCK, &p, err);
+    rc = ac_chan_pending_read(ch, AC_BATCH_PATHLOCK, &whole, &p, err);
     if (rc == 1) {
         if (info) {
             snprintf(info->transaction_id, sizeof info->transaction_id, "%s", p.txid);
@@ -691,6 +693,7 @@ int ac_pathlock_recover_pending(struct ac_chan *ch, const char *actor,
         }
         rc = resolve_pending(ch, &p, resolve, &oc, err);
     }
+    ac_pending_free(&p);
     /* Temp files a crash left in locks/: only ever created under the
      * mutex, so any that exists while we hold it is dead. */
     if (rc != -1)
@@ -719,12 +722,13 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
     if (flags & AC_LIST_IGNORE_JOURNAL) {
         struct ac_err jerr = AC_ERR_INIT;
         struct ac_pending p;
-        if (ac_chan_pending_read(ch, AC_BATCH_PATHLOCK, &p, &jerr) == 1) {
+        if (ac_chan_pending_read(ch, AC_BATCH_PATHLOCK, NULL, &p, &jerr) == 1) {
             if (pending)
                 *pending = 1;
             if (pending_id)
                 snprintf(pending_id, 256, "%s", p.subject);
         }
+        ac_pending_free(&p);
         rc = 0;
     } else {
         rc = session_gate(&s, err);

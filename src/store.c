@@ -264,21 +264,24 @@ int ac_chan_batch_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac
     return CHOPS(ch)->batch_commit(ch, b, err);
 }
 
-int ac_chan_pending_read(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err)
+int ac_chan_pending_read(struct ac_chan *ch, int kind, const struct ac_pending_check *check,
+                         struct ac_pending *out, struct ac_err *err)
 {
     memset(out, 0, sizeof *out);
+    out->kind = kind;
     if (!HAS(ch->store, 2, pending_read))
         return 0;               /* a store without journals has nothing pending */
-    return CHOPS(ch)->pending_read(ch, kind, out, err);
+    return CHOPS(ch)->pending_read(ch, kind, check, out, err);
 }
 
-int ac_chan_pending_settle(struct ac_chan *ch, int kind, int how, struct ac_err *err)
+int ac_chan_pending_settle(struct ac_chan *ch, const struct ac_pending *p, int how,
+                           struct ac_err *err)
 {
     if (!HAS(ch->store, 2, pending_settle))
         return unsupported(ch->store, "resolve a pending change", err);
     if (AC_FAULT("store.pending_settle") == -1)
         return ac_err_sys(err, errno, NULL, "could not resolve the pending change");
-    return CHOPS(ch)->pending_settle(ch, kind, how, err);
+    return CHOPS(ch)->pending_settle(ch, p, how, err);
 }
 
 int ac_chan_pending_clear(struct ac_chan *ch, int kind, struct ac_err *err)
@@ -307,6 +310,19 @@ void ac_recset_free(struct ac_recset *s)
     free(s->v);
     s->v = NULL;
     s->n = 0;
+}
+
+void ac_pending_free(struct ac_pending *p)
+{
+    size_t i;
+    for (i = 0; i < p->nchanges; i++) {
+        free((char *)p->changes[i].name);
+        free((char *)p->changes[i].before);
+        free((char *)p->changes[i].after);
+    }
+    free(p->changes);
+    json_decref(p->event_value);
+    memset(p, 0, sizeof *p);
 }
 
 void ac_file_free(struct ac_file *f)

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "agentchat/board.h"
-#include "agentchat/pystr.h"
 #include "agentchat/taskrec.h"
 
 /* ---- create ---- */
@@ -28,40 +27,49 @@ static int create(struct ac_board *b, const struct ac_task_spec *spec, json_t **
 {
     json_t *rec;
     char now[48];
+    struct ac_record r;
+    int exists;
 
-    if (!ac_safe_name(spec->id))
-        return ac_task_err(err, "TASK_INVALID_ID",
-                           "id must contain only letters, digits, '.', '_' or '-'");
-    if (strlen(spec->id) > AC_TASK_ID_MAX)
-        return ac_task_err(err, "TASK_INVALID_ID", "id must be at most %d characters", AC_TASK_ID_MAX);
-    if (json_object_get(b->tasks, spec->id))
-        return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", spec->id);
     ac_board_now(now, 0);
     rec = json_object();
-    json_object_set_new(rec, "id", json_string(spec->id));
-    json_object_set_new(rec, "channel", json_string(b->channel));
-    json_object_set_new(rec, "title", json_string(spec->title));
-    json_object_set_new(rec, "status", json_string("open"));
-    json_object_set_new(rec, "owner", string_or_null(spec->owner));
-    json_object_set_new(rec, "created_by", json_string(spec->created_by));
-    json_object_set(rec, "depends_on", spec->depends_on);
-    json_object_set(rec, "files_hint", spec->files_hint);
-    json_object_set(rec, "acceptance", spec->acceptance);
-    json_object_set_new(rec, "lease_expires_at", json_null());
-    json_object_set_new(rec, "branch", spec->branch ? json_string(spec->branch) : json_null());
-    json_object_set_new(rec, "updated_at", json_string(now));
-    if (json_object_size(rec) != 12 || !json_object_get(rec, "title") ||
-        !json_object_get(rec, "created_by")) {
+    if (!rec || json_object_set_new(rec, "id", json_string(spec->id)) == -1 ||
+        json_object_set_new(rec, "channel", json_string(b->channel)) == -1 ||
+        json_object_set_new(rec, "title", json_string(spec->title)) == -1 ||
+        json_object_set_new(rec, "status", json_string("open")) == -1 ||
+        json_object_set_new(rec, "owner", string_or_null(spec->owner)) == -1 ||
+        json_object_set_new(rec, "created_by", json_string(spec->created_by)) == -1 ||
+        json_object_set(rec, "depends_on", spec->depends_on) == -1 ||
+        json_object_set(rec, "files_hint", spec->files_hint) == -1 ||
+        json_object_set(rec, "acceptance", spec->acceptance) == -1 ||
+        json_object_set_new(rec, "lease_expires_at", json_null()) == -1 ||
+        json_object_set_new(rec, "branch", spec->branch ? json_string(spec->branch) : json_null()) == -1 ||
+        json_object_set_new(rec, "updated_at", json_string(now)) == -1) {
         json_decref(rec);
         return ac_task_err(err, "TASK_INVALID_RECORD", "task fields must be valid UTF-8 text");
     }
-    if (ac_board_check_candidate(b, rec, err) == -1 ||
-        ac_board_commit_plain(b, NULL, rec, spec->created_by, "task.created", err) == -1) {
-        json_decref(rec);
-        return -1;
+    /* The Python tool's order: the new record, then whether one exists,
+     * then every record and the graph with the new one added. */
+    if (ac_task_validate(rec, NULL, b->channel, b->ch, err) == -1)
+        goto fail;
+    if (strlen(spec->id) > AC_TASK_ID_MAX) {
+        ac_task_err(err, "TASK_INVALID_ID", "id must be at most %d characters", AC_TASK_ID_MAX);
+        goto fail;
     }
+    exists = ac_chan_rec_read(b->ch, AC_TASKS, spec->id, &r, NULL) == 0 ||
+             (r.sys_errno != ENOENT && r.sys_errno != ENAMETOOLONG);
+    ac_record_free(&r);
+    if (exists) {
+        ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", spec->id);
+        goto fail;
+    }
+    if (ac_board_load(b, 0, err) == -1 || ac_board_graph_with(b, rec, err) == -1 ||
+        ac_board_commit_plain(b, NULL, rec, spec->created_by, "task.created", err) == -1)
+        goto fail;
     *out = rec;
     return 0;
+fail:
+    json_decref(rec);
+    return -1;
 }
 
 /* ---- update ---- */
@@ -69,83 +77,50 @@ static int create(struct ac_board *b, const struct ac_task_spec *spec, json_t **
 static int update(struct ac_board *b, const char *id, const char *actor,
                   const struct ac_task_change *chg, json_t **out, struct ac_err *err)
 {
-    json_t *cur, *rec, *claim = NULL;
-    char *claim_name = NULL, now[48];
-    const char *status;
-    int expired = 0, rc;
+    json_t *cur = NULL, *rec = NULL;
+    char now[48];
+    int owner_given, rc = -1;
 
     if (!chg->title && !chg->owner && !chg->clear_owner && !chg->depends_on && !chg->files_hint &&
         !chg->acceptance && !chg->branch && !chg->clear_branch && !chg->status)
         return ac_task_err(err, "TASK_INVALID_UPDATE", "task update requires at least one field");
-    if (!(cur = ac_lease_target(b, id, err)))
+    /* The Python tool's TaskStore.update(): this record alone, the lease
+     * rules, the changed record, then every record and the graph. */
+    if (!ac_task_id_findable(id))
+        return ac_task_unsafe_id(id, err);
+    if (ac_board_read_one(b, id, &cur, err) == -1)
         return -1;
-    if (chg->status && !ac_task_status_valid(chg->status)) {
-        char shown[300];
-        return ac_task_err(err, "TASK_INVALID_STATUS", "unknown task status: %s",
-                           ac_py_repr(chg->status, shown, sizeof shown));
-    }
-    if (ac_lease_state(b, id, &claim, &claim_name, &expired, err) == -1)
-        return -1;
-    if (claim) {
-        const char *holder = ac_task_str(claim, "owner");
-        int owner_change = chg->clear_owner ||
-                           (chg->owner && strcmp(chg->owner[0] ? chg->owner : "", holder) != 0);
-        rc = 0;
-        if (expired)
-            rc = ac_task_err(err, "LEASE_RECOVERY_REQUIRED",
-                             "expired lease for task %s requires explicit recovery", id);
-        else if (strcmp(actor, holder) != 0)
-            rc = ac_task_err(err, "LEASE_OWNER_MISMATCH", "lease for task %s belongs to %s", id, holder);
-        else if ((chg->status && strcmp(chg->status, ac_task_str(cur, "status")) != 0) || owner_change)
-            rc = ac_task_err(err, "LEASE_MUTATION_REQUIRED",
-                             "task %s must be changed through its lease operation", id);
-        json_decref(claim);
-        free(claim_name);
-        if (rc == -1)
-            return -1;
-    }
-    rec = json_deep_copy(cur);
-    if (!rec)
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not update the task");
-    if (chg->title)
-        json_object_set_new(rec, "title", json_string(chg->title));
-    if (chg->clear_owner)
-        json_object_set_new(rec, "owner", json_null());
-    else if (chg->owner)
-        json_object_set_new(rec, "owner", string_or_null(chg->owner));
-    if (chg->depends_on)
-        json_object_set(rec, "depends_on", chg->depends_on);
-    if (chg->files_hint)
-        json_object_set(rec, "files_hint", chg->files_hint);
-    if (chg->acceptance)
-        json_object_set(rec, "acceptance", chg->acceptance);
-    if (chg->clear_branch)
-        json_object_set_new(rec, "branch", json_null());
-    else if (chg->branch)
-        json_object_set_new(rec, "branch", json_string(chg->branch));
-    status = ac_task_str(cur, "status");
-    if (chg->status) {
-        if (!ac_task_transition_ok(status, chg->status)) {
-            json_decref(rec);
-            return ac_task_transition_error(status, chg->status, err);
-        }
-        json_object_set_new(rec, "status", json_string(chg->status));
-        if (strcmp(status, chg->status) != 0 &&
-            (!strcmp(chg->status, "in_progress") || !strcmp(chg->status, "done")) &&
-            ac_board_deps_ready(b, rec, err) == -1) {
-            json_decref(rec);
-            return -1;
-        }
+    owner_given = chg->owner || chg->clear_owner;
+    if (ac_lease_update_gate(b, cur, actor, owner_given, chg->status, err) == -1)
+        goto out;
+    if (!(rec = json_deep_copy(cur))) {
+        ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not update the task");
+        goto out;
     }
     ac_board_now(now, 0);
-    json_object_set_new(rec, "updated_at", json_string(now));
-    if (ac_board_check_candidate(b, rec, err) == -1 ||
-        ac_board_commit_plain(b, cur, rec, actor, "task.updated", err) == -1) {
-        json_decref(rec);
-        return -1;
+    if ((chg->title && json_object_set_new(rec, "title", json_string(chg->title)) == -1) ||
+        (chg->clear_owner ? json_object_set_new(rec, "owner", json_null())
+                          : chg->owner && json_object_set_new(rec, "owner", json_string(chg->owner))) ||
+        (chg->depends_on && json_object_set(rec, "depends_on", chg->depends_on) == -1) ||
+        (chg->files_hint && json_object_set(rec, "files_hint", chg->files_hint) == -1) ||
+        (chg->acceptance && json_object_set(rec, "acceptance", chg->acceptance) == -1) ||
+        (chg->clear_branch ? json_object_set_new(rec, "branch", json_null())
+                           : chg->branch && json_object_set_new(rec, "branch", json_string(chg->branch))) ||
+        (chg->status && json_object_set_new(rec, "status", json_string(chg->status)) == -1) ||
+        json_object_set_new(rec, "updated_at", json_string(now)) == -1) {
+        ac_task_err(err, "TASK_INVALID_RECORD", "task fields must be valid UTF-8 text");
+        goto out;
     }
+    if (ac_board_candidate(b, cur, rec, 1, err) == -1 ||
+        ac_board_commit_plain(b, cur, rec, actor, "task.updated", err) == -1)
+        goto out;
     *out = rec;
-    return 0;
+    rec = NULL;
+    rc = 0;
+out:
+    json_decref(cur);
+    json_decref(rec);
+    return rc;
 }
 
 /* ---- the commands ---- */
@@ -155,7 +130,7 @@ int ac_tasks_create(struct ac_chan *ch, const struct ac_task_spec *spec, json_t 
 {
     struct ac_board b;
     int rc;
-    if (ac_board_open(ch, AC_BOARD_WRITE, &b, err) == -1)
+    if (ac_board_open(ch, AC_BOARD_DEFER, &b, err) == -1)
         return -1;
     rc = create(&b, spec, out, err);
     if (rc == 0)
@@ -169,7 +144,7 @@ int ac_tasks_update(struct ac_chan *ch, const char *id, const char *actor,
 {
     struct ac_board b;
     int rc;
-    if (ac_board_open(ch, AC_BOARD_WRITE, &b, err) == -1)
+    if (ac_board_open(ch, AC_BOARD_DEFER, &b, err) == -1)
         return -1;
     rc = update(&b, id, actor, chg, out, err);
     if (rc == 0)
@@ -183,7 +158,14 @@ int ac_tasks_lease(struct ac_chan *ch, enum ac_lease_op op, const char *id, cons
 {
     struct ac_board b;
     int rc;
-    if (ac_board_open(ch, AC_BOARD_WRITE, &b, err) == -1)
+    if (op == AC_LEASE_BLOCK) {
+        /* The Python tool's `task block` is a task update (status blocked). */
+        struct ac_task_change chg;
+        memset(&chg, 0, sizeof chg);
+        chg.status = "blocked";
+        return ac_tasks_update(ch, id, actor, &chg, out, err);
+    }
+    if (ac_board_open(ch, AC_BOARD_DEFER, &b, err) == -1)
         return -1;
     rc = ac_lease_apply(&b, op, id, actor, seconds, reason, out, err);
     if (rc == 0)
@@ -197,7 +179,7 @@ int ac_tasks_recover_pending(struct ac_chan *ch, const char *actor, const char *
 {
     struct ac_board b;
     int rc;
-    if (ac_board_open(ch, AC_BOARD_WRITE, &b, err) == -1)
+    if (ac_board_open(ch, AC_BOARD_DEFER, &b, err) == -1)
         return -1;
     rc = ac_lease_recover_pending(&b, actor, resolve, err);     /* sweeps itself */
     ac_board_close(&b);

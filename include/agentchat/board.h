@@ -2,18 +2,23 @@
  * board.h - the task board of one channel (SPEC.md 2.4, 3.5, 3.6, 3.9).
  *
  * Every task command runs against a *board*: the channel's `_tasks.lock`
- * held (flock; readers too, as the Python tool does), every record of
- * tasks/ read and validated, and the dependency graph checked, so one bad
- * record makes every command fail with its code, exactly as the Python
- * tool behaves. The layers: task records (taskrec.h) -> the board (this
+ * held (flock; readers too, as the Python tool does) and the records of
+ * tasks/ read and validated when the command's rules say so, so that a bad
+ * record fails exactly the commands the Python tool's would, with the same
+ * error first. A plain board (AC_BOARD_READ) loads every record and checks
+ * the dependency graph at once (list, show); a deferred one
+ * (AC_BOARD_DEFER) only takes the lock, and the operation reads one
+ * record, the whole board or nothing in its own order (create, update,
+ * the lease operations, recover-pending). The layers: task records (taskrec.h) -> the board (this
  * file: the locked snapshot, the graph, a plain record change) -> leases
  * (lease.h) -> the tasks module (tasks.h: every task command).
  *
  * Calling sequence (the tasks module does this for each command):
  *     struct ac_board b;
- *     if (ac_board_open(ch, AC_BOARD_WRITE, &b, &err) == -1) fail;
- *     json_t *task = ac_board_get(&b, "t1", &err);
- *     ... ac_board_check_candidate / ac_board_commit_plain ...
+ *     if (ac_board_open(ch, AC_BOARD_DEFER, &b, &err) == -1) fail;
+ *     json_t *task;
+ *     if (ac_board_read_one(&b, "t1", &task, &err) == -1) fail;
+ *     ... ac_board_candidate / ac_board_commit_plain ...
  *     ac_board_close(&b);
  *
  * Error handling: -1 with err filled (TASK_* and LEASE_* codes exit 2).
@@ -39,9 +44,9 @@
 
 enum {
     AC_BOARD_READ = 0,
-    AC_BOARD_WRITE = 1,      /* mutations also need a safe channel name */
-    AC_BOARD_LENIENT = 2     /* with READ: skip bad records, no graph check
+    AC_BOARD_LENIENT = 2,    /* with READ: skip bad records, no graph check
                                 (the `state` summary without --strict) */
+    AC_BOARD_DEFER = 4       /* lock only: the operation loads (ac_board_load) */
 };
 
 struct ac_board {
@@ -62,9 +67,29 @@ void ac_board_sweep(struct ac_board *b);
 int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err);
 void ac_board_close(struct ac_board *b);
 
-/* The record of `id` (borrowed), or NULL with TASK_NOT_FOUND; an unsafe id
- * gives TASK_INVALID_ID "unsafe task id: 'x'". */
+/* Read and validate every record (Python's _read_all), then, with `graph`,
+ * check the dependency graph (_read_snapshot). Replaces what was loaded. */
+int ac_board_load(struct ac_board *b, int graph, struct ac_err *err);
+
+/* The record of a loaded board (borrowed), or NULL with TASK_NOT_FOUND
+ * "task record does not exist: <id>". Check the id with
+ * ac_task_id_findable() first (TASK_INVALID_ID comes before any read). */
 json_t *ac_board_get(struct ac_board *b, const char *id, struct ac_err *err);
+
+/* tasks/<id>.json alone, read and validated (Python's _read_path): a new
+ * reference in *out, or -1 with TASK_NOT_FOUND or the record's error. */
+int ac_board_read_one(struct ac_board *b, const char *id, json_t **out, struct ac_err *err);
+
+/* A changed record `rec` of `cur` as the Python tool checks a candidate:
+ * its fields (and channel), the status transition, then (after loading
+ * every record when `load`) the graph with it in place, then, entering or
+ * staying in in_progress or done, its dependencies. */
+int ac_board_candidate(struct ac_board *b, const json_t *cur, json_t *rec, int load,
+                       struct ac_err *err);
+
+/* The dependency graph of the loaded records with `rec` in place of the
+ * record of its id, or added last (Python: records + [candidate]). */
+int ac_board_graph_with(struct ac_board *b, json_t *rec, struct ac_err *err);
 
 /* Dependencies of `rec` that are not done, in depends_on order, joined with
  * ", ": "a, c", or with their status "a=open, c=blocked" (with_status).
@@ -74,23 +99,20 @@ char *ac_board_blocking(struct ac_board *b, const json_t *rec, int with_status);
 /* The change of a task without a lease (create: cur NULL; update; block
  * without a lease): one batch of the store (AC_BATCH_TASK) that writes
  * `rec` as its record and posts the `event` audit message from `actor`;
- * then rec is put in b->tasks. A failure once the record is in place (its
- * directory sync, the audit post) restores the previous bytes (or removes
- * a created record): TASK_IO_ERROR, or TASK_AUDIT_ROLLBACK_FAILED if that
- * fails too. A crash in between still leaves the record without its
- * message (not journaled, SPEC 3.5). */
+ * then rec is put in b->tasks. A failure once the record is in place
+ * restores the previous bytes (or removes a created record):
+ * TASK_AUDIT_FAILED "task record changed but audit event could not be
+ * written: <why>" when the audit post failed, TASK_IO_ERROR when the
+ * directory sync did, TASK_AUDIT_ROLLBACK_FAILED "could not roll back task
+ * create|update: ..." if the restore fails too. A crash in between still
+ * leaves the record without its message (not journaled, SPEC 3.5). */
 int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
                           const char *event, struct ac_err *err);
-
-/* Validate a candidate record and the dependency graph with it in place
- * (TASK_* of taskrec.h). */
-int ac_board_check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err);
 
 /* TASK_DEPENDENCY_NOT_READY when a dependency of rec is not done. */
 int ac_board_deps_ready(struct ac_board *b, const json_t *rec, struct ac_err *err);
 json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t *before,
                             const json_t *after);
-int ac_board_reload(struct ac_board *b, struct ac_err *err);
 
 /* Wall-clock timestamp strings: seconds (records from create/update) or
  * microseconds (lease operations). */

@@ -24,12 +24,17 @@
  * (prepared; applied whose audit message is not found) or verifies and
  * removes it (published; applied whose audit message exists, found by
  * scanning every message for "transaction_id": "<id>"), and posts its own
- * audit message (lease.transaction.recovered / .cleaned). If the audit post
- * itself fails, the mutation is rolled back in-process (LEASE_AUDIT_FAILED,
- * or LEASE_AUDIT_ROLLBACK_FAILED).
+ * audit message (lease.transaction.recovered / .cleaned). If a step fails
+ * before the audit message is out, the mutation is rolled back in-process
+ * (TASK_AUDIT_FAILED when the audit post failed, the Python tool's code;
+ * LEASE_AUDIT_FAILED when a file of the change could not be written;
+ * LEASE_AUDIT_ROLLBACK_FAILED when the rollback fails too). The order of
+ * every check, and the journal variants recover-pending resolves (legacy
+ * version-1 markers without a transaction id or task_after included), are
+ * the Python tool's: docs/tasks.md.
  *
- * Calling sequence: inside an open board (board.h), usually through the
- * tasks module (tasks.h), which also sweeps the debris afterwards:
+ * Calling sequence: inside a deferred board (board.h), through the tasks
+ * module (tasks.h), which also sweeps the debris afterwards:
  *     rc = ac_lease_apply(&b, AC_LEASE_CLAIM, "t1", "alice", 300, NULL, &rec, &err);
  *
  * Error handling: -1 with err (LEASE_* and TASK_*, exit 2).
@@ -46,33 +51,32 @@ enum ac_lease_op {
     AC_LEASE_RENEW,
     AC_LEASE_RELEASE,
     AC_LEASE_DONE,
-    AC_LEASE_BLOCK,
+    AC_LEASE_BLOCK,          /* a task update (tasks.h), not a lease operation */
     AC_LEASE_RECOVER
 };
 
-/* Run one lease operation by `actor`. `seconds` is the lease duration
- * (claim, renew, recover), `reason` the recovery reason. The new task
- * record (new reference) in *out. */
+/* Run one lease operation by `actor` (not AC_LEASE_BLOCK). `seconds` is
+ * the lease duration (claim, renew, recover), `reason` the recovery
+ * reason. The new task record (new reference) in *out. */
 int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, const char *actor,
                    double seconds, const char *reason, json_t **out, struct ac_err *err);
+
+/* The lease rules of a task update (the Python tool's
+ * _assert_lease_update_allowed) for record `cur` changed by `actor`: the
+ * journal gate, every claim record, then, when the task is leased, an
+ * expired lease (LEASE_RECOVERY_REQUIRED), another holder
+ * (LEASE_OWNER_MISMATCH), and any owner flag or status change
+ * (LEASE_MUTATION_REQUIRED). */
+int ac_lease_update_gate(struct ac_board *b, const json_t *cur, const char *actor, int owner_given,
+                         const char *status, struct ac_err *err);
 
 /* recover-pending; resolve is NULL, "rollback" or "published". */
 int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,
                              struct ac_err *err);
 
-/* LEASE_TRANSACTION_PENDING (or _INVALID) when a lease batch is pending,
+/* LEASE_TRANSACTION_PENDING (or _INVALID, the message recover-pending
+ * would give for a journal it cannot read) when a lease batch is pending,
  * else 0. */
 int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err);
-
-/* The record of task `id` (borrowed) for a change: NULL with
- * LEASE_TRANSACTION_PENDING while a lease batch is pending, or with the
- * errors of ac_board_get. */
-json_t *ac_lease_target(struct ac_board *b, const char *id, struct ac_err *err);
-
-/* The claim of task `id`: *claim (new reference) and *claim_name (its
- * record name, malloc'ed) or both NULL; *expired when its lease_expires_at
- * has passed. */
-int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_name,
-                   int *expired, struct ac_err *err);
 
 #endif

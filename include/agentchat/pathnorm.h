@@ -9,9 +9,10 @@
  *   ""                              path must be a non-empty string
  *   a control character (Cc)        path contains a forbidden control character
  *   '\\'                             backslashes are not valid portable separators
- *   leading '/', "//x", "C:/x", or ':' in the first segment
+ *   a leading '/' ("//x" too), or ':' as the second character ("C:/x",
+ *   "a:b": a drive to ntpath.splitdrive)
  *                                   absolute paths are not allowed
- *   ':' in a later segment          path names may not contain ':'
+ *   any other ':' ("ab:c", "src/a:b")  path names may not contain ':'
  *   a ".." segment                  parent traversal is not allowed
  * Then "." and empty segments collapse, a trailing '/' goes ("./a//b/" is
  * "a/b", "./." is "."), and symlinks are resolved component by component
@@ -33,7 +34,8 @@
 const char *ac_relpath_problem(const char *path);
 
 /* The resolution itself needs the workspace, so it is the store's:
- * ac_chan_path_resolve (store.h); the file-system backend's is
- * src/fs/workspace.c. */
+ * ac_chan_path_resolve (store.h), called after the caller's own lexical
+ * checks (these, or the task record's files_hint rules); the file-system
+ * backend's is src/fs/workspace.c. */
 
 #endif

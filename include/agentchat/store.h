@@ -261,19 +261,54 @@ struct ac_batch {
     const char *operation;    /* AC_BATCH_PATHLOCK: lock|unlock|recover */
 };
 
-/* A batch a crash left unfinished (the folder: a journal). */
+/* A batch a crash left unfinished (the folder: a journal), as recorded.
+ * Everything it holds is malloc'ed: ac_pending_free. */
 struct ac_pending {
-    char phase[16];           /* prepared | applied | published */
-    char txid[128];           /* "" when the batch has none (a legacy one) */
+    int kind;                 /* enum ac_batch_kind */
+    char phase[16];           /* prepared | applied | published; a header
+                                 read (no check) may also give "?" for one
+                                 it cannot name */
+    char txid[128];           /* the id its audit message carries, "" when
+                                 none can be looked up */
+    int anonymous;            /* recorded without a transaction id (an old
+                                 writer's): whether its audit message went
+                                 out cannot be looked up */
+    int no_after;             /* recorded no after state of its first record
+                                 (an old writer's lease journal): that
+                                 change's `after` repeats its `before`, and
+                                 the other changes are not bound to it */
     char subject[256];        /* the task id or lock id */
-    char event[256];
+    char event[256];          /* "" when it is not text */
+    json_t *event_value;      /* the event as recorded (any JSON value; a
+                                 hand-edited journal may hold anything), or NULL */
     char operation[16];       /* AC_BATCH_PATHLOCK */
+    char actor[256];          /* who made it, when recorded (AC_BATCH_PATHLOCK) */
+    struct ac_change *changes;  /* a full read: the record changes, one per
+                                 record (first-seen order; a record listed
+                                 twice keeps its first before and last after) */
+    size_t nchanges;
+};
+
+/* The domain's checks of a pending batch while a full read decodes it, so
+ * that a reader meets the first problem in the order the journal holds it
+ * (both functions may be NULL):
+ *   record   each recorded state of a record, in recorded order: `after` 0
+ *            for the before state, 1 for the after state (never called for
+ *            an absent one);
+ *   changes  the whole change list, once every record passed, before the
+ *            backend's own last checks (the phase). */
+struct ac_pending_check {
+    int (*record)(void *ctx, const struct ac_change *c, int after, struct ac_err *err);
+    int (*changes)(void *ctx, const struct ac_pending *p, struct ac_err *err);
+    void *ctx;
 };
 
 /* How ac_chan_pending_settle resolves a pending batch. */
 enum {
-    AC_SETTLE_ROLLBACK = 1,   /* put every record back as it was before */
-    AC_SETTLE_VERIFY = 2      /* check every record is as it is after */
+    AC_SETTLE_ROLLBACK = 1,   /* put every record back as it was before: the
+                                 first change first, then the others from
+                                 the last to the first */
+    AC_SETTLE_VERIFY = 2      /* check every record holds its after bytes */
 };
 
 /* ---- change notification ---- */
@@ -331,7 +366,9 @@ struct ac_store_ops {
      * one the backend cannot list fails with sys_errno (ENOTDIR). */
     int (*rec_scan)(struct ac_chan *ch, int family, const char *prefix, int flags,
                     struct ac_recset *out, struct ac_err *err);
-    /* One record; -1 with sys_errno ENOENT when there is none. */
+    /* One record; -1 with sys_errno ENOENT when there is none,
+     * ENAMETOOLONG for a name longer than the backend holds (so there is
+     * none either), EINVAL for one that is not a record name. */
     int (*rec_read)(struct ac_chan *ch, int family, const char *name,
                     struct ac_record *out, struct ac_err *err);
     /* Publish a record that must not exist yet (acks): 1 created, 0 it
@@ -350,8 +387,10 @@ struct ac_store_ops {
     /* Replace a derived blob ("state.md") as a whole. */
     int (*blob_write)(struct ac_chan *ch, const char *name, const char *data, size_t len,
                       struct ac_err *err);
-    /* Resolve a workspace path (pathnorm.h): 0 with the normalized path in
-     * out and *is_dir, or -1 with *why (a static message). */
+    /* Resolve a workspace path that passed the caller's lexical rules
+     * (pathnorm.h's ac_relpath_problem, or the task record's own: relative,
+     * '/'-separated, no ".." segment): 0 with the normalized path in out
+     * and *is_dir, or -1 with *why (a static message, pathnorm.h). */
     int (*path_resolve)(struct ac_chan *ch, const char *path, char *out, size_t outsz,
                         int *is_dir, const char **why);
     /* Remove what crashed writers of the given families left behind
@@ -365,11 +404,17 @@ struct ac_store_ops {
      * mutex and has checked that nothing is pending. */
     int (*batch_commit)(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err);
     /* The pending batch of `kind`: 1 and *out, 0 none, -1 one that cannot
-     * be used (LEASE_TRANSACTION_INVALID, PATH_LOCK_TRANSACTION_INVALID). */
-    int (*pending_read)(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err);
-    /* Roll its records back or verify them (AC_SETTLE_*): 0 done, 1 they
-     * do not match `after` (VERIFY), -1 with err (sys_errno). */
-    int (*pending_settle)(struct ac_chan *ch, int kind, int how, struct ac_err *err);
+     * be used (LEASE_TRANSACTION_INVALID, PATH_LOCK_TRANSACTION_INVALID,
+     * or the check's error). With check NULL only its header is read (what
+     * every mutation checks first: is one pending?); with a check the whole
+     * batch, its changes in out->changes. */
+    int (*pending_read)(struct ac_chan *ch, int kind, const struct ac_pending_check *check,
+                        struct ac_pending *out, struct ac_err *err);
+    /* Roll the records of a fully read batch back or verify them
+     * (AC_SETTLE_*): 0 done, 1 they do not hold `after` (VERIFY), -1 with
+     * err (sys_errno). */
+    int (*pending_settle)(struct ac_chan *ch, const struct ac_pending *p, int how,
+                          struct ac_err *err);
     /* Forget it (the folder: remove the journal), once settled. */
     int (*pending_clear)(struct ac_chan *ch, int kind, struct ac_err *err);
 };
@@ -439,8 +484,10 @@ int ac_chan_path_resolve(struct ac_chan *ch, const char *path, char *out, size_t
 void ac_chan_sweep(struct ac_chan *ch, int family);
 int ac_chan_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
 int ac_chan_batch_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err);
-int ac_chan_pending_read(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err);
-int ac_chan_pending_settle(struct ac_chan *ch, int kind, int how, struct ac_err *err);
+int ac_chan_pending_read(struct ac_chan *ch, int kind, const struct ac_pending_check *check,
+                         struct ac_pending *out, struct ac_err *err);
+int ac_chan_pending_settle(struct ac_chan *ch, const struct ac_pending *p, int how,
+                           struct ac_err *err);
 int ac_chan_pending_clear(struct ac_chan *ch, int kind, struct ac_err *err);
 
 /* ---- helpers ---- */
@@ -450,6 +497,7 @@ void ac_names_free(char **names, size_t n);
 void ac_listing_free(struct ac_listing *l);
 void ac_record_free(struct ac_record *r);
 void ac_recset_free(struct ac_recset *s);
+void ac_pending_free(struct ac_pending *p);
 
 /* ---- generic message logic (store.c), backend independent ---- */
 

@@ -2,10 +2,11 @@
  * tasks.h - the task commands (SPEC.md 2.4): one call each, the top of the
  * task layers (taskrec.h -> board.h -> lease.h -> here).
  *
- * Each call opens the channel's board for writing (its mutex held, every
- * record loaded and checked), runs the command, sweeps the debris a crash
- * of an earlier writer left (only after a success: a refused command
- * changes nothing) and closes the board. The bindings and any other caller
+ * Each call opens the channel's board (its mutex held; the command reads
+ * one record, every record or none, in the Python tool's order: board.h),
+ * runs the command, sweeps the debris a crash of an earlier writer left
+ * (only after a success: a refused command changes nothing) and closes the
+ * board. The bindings and any other caller
  * use these; nothing else has to remember the sweep.
  *
  * Calling sequence:
@@ -37,13 +38,15 @@ struct ac_task_spec {
     const char *branch;          /* NULL for none ("" is an error) */
 };
 
-/* task create: the new record (new reference) in *out. */
+/* task create: the new record, validated first, then TASK_ALREADY_EXISTS
+ * when a record of the id exists, then every record and the graph with it
+ * added. The new record (new reference) in *out. */
 int ac_tasks_create(struct ac_chan *ch, const struct ac_task_spec *spec, json_t **out,
                     struct ac_err *err);
 
 struct ac_task_change {
     const char *title;           /* NULL: unchanged */
-    const char *owner;           /* NULL: unchanged; "" clears */
+    const char *owner;           /* NULL: unchanged ("" is an error) */
     int clear_owner;
     json_t *depends_on;          /* NULL: unchanged */
     json_t *files_hint;
@@ -53,11 +56,16 @@ struct ac_task_change {
     const char *status;
 };
 
-/* task update by `actor`: the new record (new reference) in *out. */
+/* task update by `actor`, in the Python tool's order: TASK_INVALID_UPDATE
+ * without a change, the id, that record alone, the lease rules
+ * (ac_lease_update_gate: any owner flag counts as an owner change), then
+ * the candidate (ac_board_candidate). The new record (new reference) in
+ * *out. */
 int ac_tasks_update(struct ac_chan *ch, const char *id, const char *actor,
                     const struct ac_task_change *chg, json_t **out, struct ac_err *err);
 
-/* claim, renew, release, done, block, recover (lease.h): the new record. */
+/* claim, renew, release, done, recover (lease.h), and block (a task update
+ * to status blocked, as the Python tool's): the new record. */
 int ac_tasks_lease(struct ac_chan *ch, enum ac_lease_op op, const char *id, const char *actor,
                    double seconds, const char *reason, json_t **out, struct ac_err *err);
 

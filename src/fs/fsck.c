@@ -795,9 +795,11 @@ static void check_leases(struct fsck *f, json_t *tasks, json_t *ids, const char 
         snprintf(prefix, sizeof prefix, "%s.", id);
         rc = ac_fs_rec_scan(f->ch, AC_CLAIMS, prefix, 0, &set, &err);
         if (rc == 0) {
-            rc = ac_claim_find(&set, id, f->channel, task, &claim, &name, &err);
+            rc = ac_claim_find(&set, NULL, id, f->channel, &claim, &name, &err);
             ac_recset_free(&set);
         }
+        if (rc == 0 && ac_claim_consistent(task, claim, &err) == -1)
+            rc = -1;
         if (rc == -1) {
             const char *code = err.code ? err.code : "IO_ERROR";
             add(f, strcmp(code, "LEASE_INCONSISTENT") == 0 ? "FSCK_CLAIM_MISMATCH"
@@ -898,7 +900,7 @@ static void check_board(struct fsck *f)
     if (bad == 0 && ac_task_graph_check(tasks, ids, &err) == -1)
         add(f, "FSCK_BAD_TASK", AC_TASKS_DIR, "%s: %s", err.code, err.msg);
     err = (struct ac_err)AC_ERR_INIT;
-    rc = ac_fs_pending_read(f->ch, AC_BATCH_LEASE, &p, &err);
+    rc = ac_fs_pending_read(f->ch, AC_BATCH_LEASE, NULL, &p, &err);
     if (rc == 1) {
         add(f, "FSCK_PENDING_JOURNAL", journal,
             "interrupted lease mutation (%s of task %s, phase %s); run: agent-chat task recover-pending "
@@ -911,6 +913,7 @@ static void check_board(struct fsck *f)
     }
     check_leases(f, tasks, ids, pending_task);
     check_orphan_claims(f, known, pending_task);
+    ac_pending_free(&p);
 out:
     json_decref(known);
     json_decref(tasks);
@@ -977,7 +980,7 @@ static void check_locks(struct fsck *f)
                         break;
                     }
     err = (struct ac_err)AC_ERR_INIT;
-    rc = ac_fs_pending_read(f->ch, AC_BATCH_PATHLOCK, &p, &err);
+    rc = ac_fs_pending_read(f->ch, AC_BATCH_PATHLOCK, NULL, &p, &err);
     if (rc == 1) {
         add(f, "FSCK_PENDING_JOURNAL", ac_fs_journal_path(AC_BATCH_PATHLOCK),
             "interrupted path-lock %s of %s (phase %s); run: agent-chat recover-pending %s --as NAME",
@@ -987,6 +990,7 @@ static void check_locks(struct fsck *f)
             "%s: %s (recover-pending cannot use it: restore the lock record by hand, then remove it)",
             err.code, err.msg);
     }
+    ac_pending_free(&p);
     check_debris(f, ldfd, AC_PATHLOCK_DIR, &names, NULL);
     for (i = 0; i < n; i++)
         ac_lockrec_free(&recs[i]);

@@ -24,34 +24,33 @@
 #include "agentchat/fault.h"
 #include "agentchat/json.h"
 #include "agentchat/pyjson.h"
+#include "agentchat/pystr.h"
 #include "agentchat/taskrec.h"
 #include "fsutil.h"
 #include "store_fs.h"
 
 #define NAME_MAX_BYTES 300
 
-struct jchange {
-    int family;
-    char name[NAME_MAX_BYTES];  /* the record's name (file name without ".json") */
-    const char *before, *after; /* NULL: absent */
-    size_t before_len, after_len;
-};
-
-/* One transaction: the batch being committed, or a journal read back. */
+/* One transaction being committed: the batch and its id. */
 struct txn {
     const struct format *fmt;
-    char txid[128];             /* "" for a legacy journal without one */
-    const char *phase;
+    char txid[128];
     const char *subject;        /* task or lock id */
     const char *event;
     const char *actor;
     const char *operation;
-    json_t *details;
-    struct jchange *c;
+    const json_t *details;      /* NULL: none recorded */
+    const struct ac_change *c;
     size_t n;
-    json_t *raw;                /* a journal read: owns the strings above */
-    char **bytes;               /* a journal read: the decoded change bytes */
-    size_t nbytes;
+};
+
+/* A journal being read: its decoded JSON, the pending batch it becomes,
+ * and what the domain checks on the way. */
+struct reader {
+    struct ac_chan *ch;         /* NULL when decoding bytes alone */
+    const struct ac_pending_check *check;   /* NULL: the header only */
+    struct ac_pending *p;
+    json_t *root;
 };
 
 struct format {
@@ -70,7 +69,8 @@ struct format {
     int sync_after_changes;     /* one directory sync after all record changes */
     int restore_unlink_syncs;   /* "<tag>.dirsync" + sync after a restoring unlink */
     const char *audit_point;    /* before the audit post, or NULL */
-    int keep_on_apply_failure;  /* a failed apply leaves the journal (else undone) */
+    int eexist_untouched;       /* a created record refused because one exists
+                                   left nothing of ours: only the journal goes */
     int undo_on_audit_failure;  /* a failed audit post is undone in process (else
                                    resolved as recover-pending would) */
     int undo_remove_quiet;      /* that undo unlinks the journal without its points */
@@ -87,13 +87,21 @@ struct format {
     const char *msg_apply[2];   /* around the subject: "could not apply ... to ", "" */
     const char *pending_code;   /* a journal exists (prepared_noreplace) */
     const char *pending_msg;
-    const char *audit_failed_code, *undo_failed_code;
+    /* A failed apply or applied phase, once undone: reported with this code
+     * and prefix (NULL: the I/O error as it is). */
+    const char *apply_failed_code, *apply_failed_prefix;
+    /* A failed audit post, once undone (undo_on_audit_failure). */
+    const char *audit_failed_code, *audit_failed_prefix;
+    /* An undo that failed too ("<prefix>[Errno N] <strerror>"); NULL code:
+     * the first failure is reported. */
+    const char *undo_failed_code, *undo_failed_prefix;
     const char *unsettled_code; /* announced, journal not finished */
     const char *msg_published;  /* followed by ": <strerror>" */
     const char *msg_removed[2]; /* around the strerror */
     json_t *(*encode)(const struct txn *t, const char *phase);
-    int (*decode)(json_t *root, struct txn *t, struct ac_err *err);
-    int (*read_error)(int e, const char *parse_msg, struct ac_err *err);
+    int (*decode)(struct reader *r, struct ac_err *err);
+    int (*read_error)(struct ac_chan *ch, const struct format *f, int e, const char *parse_msg,
+                      struct ac_err *err);
 };
 
 static const char *const PHASES[] = { "prepared", "applied", "published", NULL };
@@ -119,34 +127,128 @@ static json_t *b64_value(const char *bytes, size_t len)
     return v;
 }
 
-/* Decode a base64 member (string or null) into t->bytes. 0, or -1 when
- * it is neither or not base64. */
-static int b64_member(struct txn *t, const json_t *v, const char **out, size_t *len)
+/* A JSON value Python compares equal to the int n (1, 1.0, and True for
+ * 1): the journals' `version == n` and `version in {1, 2}` tests. */
+static int py_equals_int(const json_t *v, int n)
 {
-    char *d;
-    *out = NULL;
-    *len = 0;
-    if (json_is_null(v))
-        return 0;
-    if (!json_is_string(v))
-        return -1;
-    d = ac_b64_decode(json_string_value(v), json_string_length(v), len);
-    if (!d)
-        return -1;
-    t->bytes[t->nbytes++] = d;
-    *out = d;
+    if (json_is_integer(v))
+        return json_integer_value(v) == n;
+    if (json_is_real(v))
+        return json_real_value(v) == (double)n;
+    if (json_is_boolean(v))
+        return (json_is_true(v) ? 1 : 0) == n;
     return 0;
 }
 
-static void txn_free(struct txn *t)
+/* Python's truth value of a JSON value (a missing key is None). */
+static int py_truthy(const json_t *v)
+{
+    if (!v || json_is_null(v) || json_is_false(v))
+        return 0;
+    if (json_is_string(v))
+        return json_string_length(v) > 0;
+    if (json_is_integer(v))
+        return json_integer_value(v) != 0;
+    if (json_is_real(v))
+        return json_real_value(v) != 0.0;
+    if (json_is_array(v))
+        return json_array_size(v) > 0;
+    if (json_is_object(v))
+        return ac_pyjson_is_nonfinite(v) || json_object_size(v) > 0;
+    return 1;
+}
+
+/* A string member as C text: NULL when it is not a string or holds NUL. */
+static const char *text_of(const json_t *v)
+{
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+        return NULL;
+    return json_string_value(v);
+}
+
+/* [A-Za-z0-9][A-Za-z0-9._-]* over s[0..len) (NUL refused). */
+static int safe_id(const char *s, size_t len)
 {
     size_t i;
-    for (i = 0; i < t->nbytes; i++)
-        free(t->bytes[i]);
-    free(t->bytes);
-    free(t->c);
-    json_decref(t->raw);
-    memset(t, 0, sizeof *t);
+    if (!s || len == 0 || memchr(s, '\0', len))
+        return 0;
+    for (i = 0; i < len; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+            return 0;
+    }
+    return 1;
+}
+
+/* str(OSError) as Python prints it for the journal of f:
+ * "[Errno 21] Is a directory: '<root>/<channel>/claims/x.json'". */
+static const char *os_error(struct ac_chan *ch, const struct format *f, int e, char *out,
+                            size_t outsz)
+{
+    char path[1024], shown[1200];
+    if (!ch) {
+        snprintf(out, outsz, "[Errno %d] %s", e, strerror(e));
+        return out;
+    }
+    snprintf(path, sizeof path, "%s/%s/%s/%s", ch->store->root, ch->name,
+             ac_fs_families[f->dir_family].dir, f->file);
+    snprintf(out, outsz, "[Errno %d] %s: %s", e, strerror(e), ac_py_repr(path, shown, sizeof shown));
+    return out;
+}
+
+/* Append a change to the pending batch (names and bytes copied). */
+static int pending_add(struct ac_pending *p, int family, const char *name, size_t name_len,
+                       const char *before, size_t blen, const char *after, size_t alen)
+{
+    struct ac_change *nv = realloc(p->changes, (p->nchanges + 1) * sizeof *nv), *c;
+    char *n = NULL, *b = NULL, *a = NULL;
+    if (!nv)
+        return -1;
+    p->changes = nv;
+    if (!(n = malloc(name_len + 1)) || (before && !(b = malloc(blen + 1))) ||
+        (after && !(a = malloc(alen + 1)))) {
+        free(n);
+        free(b);
+        return -1;
+    }
+    memcpy(n, name, name_len);
+    n[name_len] = '\0';
+    if (b) {
+        memcpy(b, before, blen);
+        b[blen] = '\0';
+    }
+    if (a) {
+        memcpy(a, after, alen);
+        a[alen] = '\0';
+    }
+    c = &p->changes[p->nchanges++];
+    *c = (struct ac_change){ family, n, b, b ? blen : 0, a, a ? alen : 0 };
+    return 0;
+}
+
+/* Decode a base64 member: absent or null is NULL (0); -1 with the format's
+ * message for anything else that is not base64 text. *out is malloc'ed. */
+static int b64_member(const json_t *v, char **out, size_t *len, const char *code,
+                      const char *not_text, const char *not_b64, struct ac_err *err)
+{
+    *out = NULL;
+    *len = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return ac_err_code(err, code, "%s", not_text);
+    *out = ac_b64_decode(json_string_value(v), json_string_length(v), len);
+    if (!*out)
+        return ac_err_code(err, code, "%s", not_b64);
+    return 0;
+}
+
+static int check_record(struct reader *r, const struct ac_change *c, int after, struct ac_err *err)
+{
+    if (!r->check || !r->check->record)
+        return 0;
+    return r->check->record(r->check->ctx, c, after, err);
 }
 
 /* ---------------------------------------------------------- the lease format */
@@ -156,8 +258,11 @@ static void txn_free(struct txn *t)
  *   task_before, task_after (base64; before null = no record),
  *   claim_changes [{file "<task>.<owner>.json", previous, next}],
  *   event, details
- * json.dumps(indent=2, sort_keys=True) + "\n", ASCII. Version 1 (the
- * Python tool's first) has no transaction_id. */
+ * json.dumps(indent=2, sort_keys=True) + "\n", ASCII. It is read as the
+ * Python tool's lease_store.py reads it: version 1 too (1.0 and true
+ * count; no transaction id needed, the phase optional, task_after
+ * optional: the legacy markers), and a journal that only names what every
+ * reader needs is pending; the rest is checked when it is resolved. */
 static json_t *lease_encode(const struct txn *t, const char *phase)
 {
     json_t *j = json_object(), *list = json_array();
@@ -188,89 +293,230 @@ static json_t *lease_encode(const struct txn *t, const char *phase)
         json_object_set_new(j, "task_before", b64_value(t->c[0].before, t->c[0].before_len)) == -1 ||
         json_object_set_new(j, "task_after", b64_value(t->c[0].after, t->c[0].after_len)) == -1 ||
         json_object_set_new(j, "event", json_string(t->event)) == -1 ||
-        json_object_set(j, "details", t->details) == -1) {
+        json_object_set(j, "details", t->details ? (json_t *)t->details : json_null()) == -1) {
         json_decref(j);
         return NULL;
     }
     return j;
 }
 
-#define LEASE_SHAPE "transaction journal has an unsupported shape"
+#define LEASE_INVALID "LEASE_TRANSACTION_INVALID"
 
 static int lease_invalid(struct ac_err *err, const char *msg)
 {
-    return ac_err_set(err, AC_EXIT_USAGE, "LEASE_TRANSACTION_INVALID", "%s", msg);
+    return ac_err_code(err, LEASE_INVALID, "%s", msg);
 }
 
-static int lease_read_error(int e, const char *parse_msg, struct ac_err *err)
+static int lease_bytes(const json_t *v, char **out, size_t *len, struct ac_err *err)
 {
-    return ac_err_set(err, AC_EXIT_USAGE, "LEASE_TRANSACTION_INVALID", "could not read transaction journal: %s",
-                      parse_msg ? parse_msg : strerror(e));
+    return b64_member(v, out, len, LEASE_INVALID, "transaction journal bytes must be base64 text",
+                      "transaction journal bytes are not valid base64", err);
 }
 
-static int lease_decode(json_t *v, struct txn *t, struct ac_err *err)
+/* _read_transaction(): what every reader needs. */
+static int lease_header(struct reader *r, struct ac_err *err)
 {
-    json_t *changes, *item, *ver = json_object_get(v, "version");
-    const char *txid, *task_file;
-    char want[NAME_MAX_BYTES + 16];
-    size_t i, idlen;
-    int version;
+    static const char *const needed[] = { "task_file", "task_before", "claim_changes", "event" };
+    const json_t *v = r->root, *version = json_object_get(v, "version"), *phase, *txid, *tid;
+    struct ac_pending *p = r->p;
+    size_t i;
 
-    if (!json_is_object(v) || !json_is_integer(ver))
-        return lease_invalid(err, LEASE_SHAPE);
-    version = (int)json_integer_value(ver);
-    t->phase = json_string_value(json_object_get(v, "phase"));
-    if ((version != 1 && version != 2) || !one_of(t->phase, PHASES))
-        return lease_invalid(err, LEASE_SHAPE);
-    txid = json_string_value(json_object_get(v, "transaction_id"));
-    if (version == 2 && !txid)
-        return lease_invalid(err, "transaction journal is missing transaction_id");
-    snprintf(t->txid, sizeof t->txid, "%s", txid ? txid : "");
-    t->subject = json_string_value(json_object_get(v, "task_id"));
-    task_file = json_string_value(json_object_get(v, "task_file"));
-    t->event = json_string_value(json_object_get(v, "event"));
-    t->details = json_object_get(v, "details");
-    changes = json_object_get(v, "claim_changes");
-    if (!t->subject || !ac_safe_name(t->subject) || !task_file || !t->event || !json_is_array(changes))
-        return lease_invalid(err, LEASE_SHAPE);
-    snprintf(want, sizeof want, "%s/%s.json", ac_fs_families[AC_TASKS].dir, t->subject);
-    if (strcmp(task_file, want) != 0)
-        return lease_invalid(err, LEASE_SHAPE);
-    t->c = calloc(json_array_size(changes) + 1, sizeof *t->c);
-    t->bytes = calloc(2 * json_array_size(changes) + 2, sizeof *t->bytes);
-    if (!t->c || !t->bytes)
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not read the lease journal");
-    /* the task record */
-    t->c[0].family = AC_TASKS;
-    snprintf(t->c[0].name, sizeof t->c[0].name, "%s", t->subject);
-    if (!json_is_string(json_object_get(v, "task_after")) ||
-        b64_member(t, json_object_get(v, "task_before"), &t->c[0].before, &t->c[0].before_len) == -1 ||
-        b64_member(t, json_object_get(v, "task_after"), &t->c[0].after, &t->c[0].after_len) == -1)
-        return lease_invalid(err, LEASE_SHAPE);
-    t->n = 1;
-    /* its claim files: only this task's, <task_id>.<safe owner>.json */
-    idlen = strlen(t->subject);
-    json_array_foreach(changes, i, item) {
-        const char *file = json_string_value(json_object_get(item, "file"));
-        struct jchange *c = &t->c[t->n];
-        size_t flen = file ? strlen(file) : 0;
-        char owner[NAME_MAX_BYTES];
-        if (!file || flen >= NAME_MAX_BYTES || flen <= idlen + 6 || strncmp(file, t->subject, idlen) != 0 ||
-            file[idlen] != '.' || strcmp(file + flen - 5, ".json") != 0)
-            return lease_invalid(err, LEASE_SHAPE);
-        memcpy(owner, file + idlen + 1, flen - idlen - 6);
-        owner[flen - idlen - 6] = '\0';
-        if (!ac_safe_name(owner))
-            return lease_invalid(err, LEASE_SHAPE);
-        c->family = AC_CLAIMS;
-        memcpy(c->name, file, flen - 5);
-        c->name[flen - 5] = '\0';
-        if (b64_member(t, json_object_get(item, "previous"), &c->before, &c->before_len) == -1 ||
-            b64_member(t, json_object_get(item, "next"), &c->after, &c->after_len) == -1)
-            return lease_invalid(err, LEASE_SHAPE);
-        t->n++;
+    if (!json_is_object(v) || ac_pyjson_is_nonfinite(v) ||
+        !(py_equals_int(version, 1) || py_equals_int(version, 2)))
+        return lease_invalid(err, "transaction journal has an unsupported shape");
+    phase = json_object_get(v, "phase");
+    txid = json_object_get(v, "transaction_id");
+    if (py_equals_int(version, 2)) {
+        if (!json_is_string(txid) || json_string_length(txid) == 0)
+            return lease_invalid(err, "transaction journal is missing transaction_id");
+        if (!one_of(text_of(phase), PHASES))
+            return lease_invalid(err, "version 2 transaction journal requires an explicit valid phase");
+    }
+    for (i = 0; i < 4; i++)
+        if (!json_object_get(v, needed[i]))
+            return ac_err_code(err, LEASE_INVALID, "transaction journal is missing %s", needed[i]);
+    if (!json_is_array(json_object_get(v, "claim_changes")))
+        return lease_invalid(err, "transaction journal claim_changes must be an array");
+    /* what the journal says about itself, as far as it can be named */
+    snprintf(p->phase, sizeof p->phase, "%s",
+             json_is_string(phase) ? json_string_value(phase) : phase ? "?" : "prepared");
+    if (text_of(txid) && json_string_length(txid) < sizeof p->txid)
+        snprintf(p->txid, sizeof p->txid, "%s", json_string_value(txid));
+    p->anonymous = py_equals_int(version, 1) && !py_truthy(txid);
+    tid = json_object_get(v, "task_id");
+    snprintf(p->subject, sizeof p->subject, "%s", json_is_string(tid) ? json_string_value(tid) : "?");
+    if (json_is_string(json_object_get(v, "event")))
+        snprintf(p->event, sizeof p->event, "%s", json_string_value(json_object_get(v, "event")));
+    p->event_value = json_incref(json_object_get(v, "event"));
+    return 0;
+}
+
+/* One claim payload: decoded, then the domain's record check. */
+static int lease_claim_payload(struct reader *r, const json_t *v, const char *name, size_t nlen,
+                               int after, char **bytes, size_t *len, struct ac_err *err)
+{
+    struct ac_change c;
+    char cname[NAME_MAX_BYTES];
+    if (lease_bytes(v, bytes, len, err) == -1)
+        return -1;
+    if (!*bytes)
+        return 0;
+    memcpy(cname, name, nlen);
+    cname[nlen] = '\0';
+    c = (struct ac_change){ AC_CLAIMS, cname, after ? NULL : *bytes, after ? 0 : *len,
+                            after ? *bytes : NULL, after ? *len : 0 };
+    return check_record(r, &c, after, err);
+}
+
+/* The claim changes: one entry per file (its first previous, its last next). */
+static int lease_claims(struct reader *r, const char *id, struct ac_err *err)
+{
+    const json_t *item;
+    struct ac_pending *p = r->p;
+    char shown[600];
+    size_t i, k, idlen = strlen(id);
+
+    json_array_foreach(json_object_get(r->root, "claim_changes"), i, item) {
+        const json_t *file = json_object_get(item, "file");
+        const char *f;
+        char *prev = NULL, *next = NULL;
+        size_t flen, plen = 0, nlen = 0;
+        int rc;
+
+        if (!json_is_object(item) || ac_pyjson_is_nonfinite(item) || !file)
+            return lease_invalid(err, "transaction journal claim change is malformed");
+        if (!json_object_get(item, "previous") || !json_object_get(item, "next"))
+            return lease_invalid(err, "transaction journal claim change requires previous and next payloads");
+        f = text_of(file);
+        flen = f ? strlen(f) : 0;
+        if (!f || strpbrk(f, "/\\") || flen < 5 || strcmp(f + flen - 5, ".json") != 0 || f[0] == '.' ||
+            f[0] == '_')
+            return ac_err_code(err, LEASE_INVALID, "claim change filename outside claims layout: %s",
+                               ac_pyjson_repr(file, shown, sizeof shown));
+        if (strncmp(f, id, idlen) != 0 || f[idlen] != '.')
+            return ac_err_code(err, LEASE_INVALID, "claim change filename does not belong to task: %s",
+                               ac_pyjson_repr(file, shown, sizeof shown));
+        if (flen < idlen + 6 || !safe_id(f + idlen + 1, flen - idlen - 6) || flen >= NAME_MAX_BYTES)
+            return ac_err_code(err, "LEASE_INVALID_OWNER", "owner must be a safe identity");
+        rc = lease_claim_payload(r, json_object_get(item, "previous"), f, flen - 5, 0, &prev, &plen, err);
+        if (rc == 0)
+            rc = lease_claim_payload(r, json_object_get(item, "next"), f, flen - 5, 1, &next, &nlen, err);
+        if (rc == 0 && !prev && !next)
+            rc = lease_invalid(err, "claim change must include previous or next payload");
+        for (k = 1; rc == 0 && k < p->nchanges; k++)
+            if (strlen(p->changes[k].name) == flen - 5 && strncmp(p->changes[k].name, f, flen - 5) == 0)
+                break;
+        if (rc == 0 && k < p->nchanges) {
+            struct ac_change *c = &p->changes[k];
+            if (!((!c->before && !prev) ||
+                  (c->before && prev && c->before_len == plen && memcmp(c->before, prev, plen) == 0)))
+                rc = lease_invalid(err, "duplicate claim path has conflicting previous payloads");
+            if (rc == 0) {
+                free((char *)c->after);
+                c->after = next;
+                c->after_len = nlen;
+                next = NULL;
+            }
+        } else if (rc == 0 && pending_add(p, AC_CLAIMS, f, flen - 5, prev, plen, next, nlen) == -1) {
+            rc = ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not read the lease journal");
+        }
+        free(prev);
+        free(next);
+        if (rc == -1)
+            return -1;
     }
     return 0;
+}
+
+/* The whole journal, in the order the Python tool checks it before it
+ * touches a file (recover-pending). */
+static int lease_decode(struct reader *r, struct ac_err *err)
+{
+    const json_t *v = r->root, *tf = json_object_get(v, "task_file"), *tid, *phase;
+    struct ac_pending *p = r->p;
+    char portable[600], shown[600], id[NAME_MAX_BYTES], *before = NULL, *after = NULL, *slash;
+    size_t len, i, blen = 0, alen = 0;
+    int legacy, rc;
+
+    if (lease_header(r, err) == -1)
+        return -1;
+    if (!r->check)
+        return 0;
+    /* task_file: "tasks/<id>.json" ('\' also separates) */
+    if (!json_is_string(tf) || !json_string_length(tf))
+        return lease_invalid(err, "transaction journal has an invalid task_file");
+    len = json_string_length(tf);
+    snprintf(portable, sizeof portable, "%.*s", (int)(len < sizeof portable - 1 ? len : 0),
+             json_string_value(tf));
+    for (i = 0; portable[i]; i++)
+        if (portable[i] == '\\')
+            portable[i] = '/';
+    slash = strchr(portable, '/');
+    len = strlen(portable);
+    if (!len || !slash || strchr(slash + 1, '/') || (size_t)(slash - portable) != 5 ||
+        strncmp(portable, "tasks", 5) != 0 || len - (size_t)(slash + 1 - portable) < 5 ||
+        strcmp(portable + len - 5, ".json") != 0) {
+        ac_err_quote(shown, sizeof shown, json_string_value(tf), 400);
+        return ac_err_code(err, LEASE_INVALID, "transaction journal task path outside tasks layout: %s",
+                           shown);
+    }
+    snprintf(id, sizeof id, "%.*s", (int)(len - (size_t)(slash + 1 - portable) - 5), slash + 1);
+    if (!ac_safe_name(id))
+        return ac_err_code(err, "LEASE_INVALID_TASK_ID", "task_id must be a safe identity");
+    tid = json_object_get(v, "task_id");
+    if (!json_is_string(tid) || strcmp(json_string_value(tid), id) != 0)
+        return lease_invalid(err, "transaction task_id does not match task_file stem");
+    snprintf(p->subject, sizeof p->subject, "%.*s", (int)sizeof p->subject - 1, id);
+
+    /* the task record: before, then after (a legacy marker may have none) */
+    if (lease_bytes(json_object_get(v, "task_before"), &before, &blen, err) == -1)
+        return -1;
+    if (!before)
+        return lease_invalid(err, "transaction journal has no task rollback bytes");
+    rc = pending_add(p, AC_TASKS, id, strlen(id), before, blen, NULL, 0);
+    free(before);
+    if (rc == -1)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not read the lease journal");
+    if (check_record(r, &p->changes[0], 0, err) == -1)
+        return -1;
+    legacy = py_equals_int(json_object_get(v, "version"), 1) && !json_object_get(v, "task_after");
+    if (lease_bytes(json_object_get(v, "task_after"), &after, &alen, err) == -1)
+        return -1;
+    if (!after) {
+        if (!legacy)
+            return lease_invalid(err, "transaction journal has no task_after rollback bytes");
+        p->no_after = 1;
+        after = malloc(p->changes[0].before_len + 1);
+        if (!after)
+            return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not read the lease journal");
+        memcpy(after, p->changes[0].before, p->changes[0].before_len + 1);
+        alen = p->changes[0].before_len;
+        p->changes[0].after = after;
+        p->changes[0].after_len = alen;
+    } else {
+        p->changes[0].after = after;
+        p->changes[0].after_len = alen;
+        if (check_record(r, &p->changes[0], 1, err) == -1)
+            return -1;
+    }
+    if (lease_claims(r, id, err) == -1)
+        return -1;
+    if (r->check->changes && r->check->changes(r->check->ctx, p, err) == -1)
+        return -1;
+    phase = json_object_get(v, "phase");
+    if (phase && !one_of(text_of(phase), PHASES))
+        return ac_err_code(err, LEASE_INVALID, "unsupported transaction phase: %s",
+                           ac_pyjson_repr(phase, shown, sizeof shown));
+    snprintf(p->phase, sizeof p->phase, "%s", phase ? json_string_value(phase) : "prepared");
+    return 0;
+}
+
+static int lease_read_error(struct ac_chan *ch, const struct format *f, int e, const char *parse_msg,
+                            struct ac_err *err)
+{
+    char msg[1400];
+    return ac_err_code(err, LEASE_INVALID, "could not read transaction journal: %s",
+                       parse_msg ? parse_msg : os_error(ch, f, e, msg, sizeof msg));
 }
 
 /* ------------------------------------------------------- the path-lock format */
@@ -308,8 +554,11 @@ static int pathlock_invalid(struct ac_err *err, const char *msg)
     return ac_err_set(err, AC_EXIT_GENERAL, "PATH_LOCK_TRANSACTION_INVALID", "%s", msg);
 }
 
-static int pathlock_read_error(int e, const char *parse_msg, struct ac_err *err)
+static int pathlock_read_error(struct ac_chan *ch, const struct format *f, int e, const char *parse_msg,
+                               struct ac_err *err)
 {
+    (void)ch;
+    (void)f;
     if (parse_msg)
         return ac_err_set(err, AC_EXIT_GENERAL, "PATH_LOCK_TRANSACTION_INVALID",
                           "could not read transaction marker: %s", parse_msg);
@@ -320,44 +569,37 @@ static int pathlock_read_error(int e, const char *parse_msg, struct ac_err *err)
 /* A string member without NUL bytes, shorter than `max`, or NULL. */
 static const char *short_str(const json_t *obj, const char *key, size_t max)
 {
-    const json_t *v = json_object_get(obj, key);
-    if (!json_is_string(v) || json_string_length(v) >= max ||
-        strlen(json_string_value(v)) != json_string_length(v))
-        return NULL;
-    return json_string_value(v);
+    const char *s = text_of(json_object_get(obj, key));
+    return s && strlen(s) < max ? s : NULL;
 }
 
 /* "<name>.json" with a safe stem ([A-Za-z0-9][A-Za-z0-9._-]*): the only
  * targets a journal may name, so recovery never writes outside locks/. */
 static int lock_file_name(const char *s)
 {
-    size_t len = strlen(s), i;
-    if (len < 6 || len > 255 || strcmp(s + len - 5, ".json") != 0)
-        return 0;
-    for (i = 0; i < len - 5; i++) {
-        char c = s[i];
-        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
-            return 0;
-    }
-    return 1;
+    size_t len = strlen(s);
+    return len >= 6 && len <= 255 && strcmp(s + len - 5, ".json") == 0 && safe_id(s, len - 5);
 }
 
-static int pathlock_decode(json_t *v, struct txn *t, struct ac_err *err)
+static int pathlock_decode(struct reader *r, struct ac_err *err)
 {
     static const char shape[] = "transaction marker has an unsupported shape";
-    const json_t *ver = json_object_get(v, "version");
-    const char *txid, *target;
-    size_t tl;
+    const json_t *v = r->root, *ver = json_object_get(v, "version");
+    struct ac_pending *p = r->p;
+    const char *txid, *target, *phase, *operation, *event, *actor;
+    char *before = NULL, *after = NULL;
+    size_t blen = 0, alen = 0;
+    int rc;
 
-    t->phase = short_str(v, "phase", 16);
-    t->operation = short_str(v, "operation", 16);
-    t->event = short_str(v, "event", 32);
-    txid = short_str(v, "transaction_id", 128);
+    phase = short_str(v, "phase", sizeof p->phase);
+    operation = short_str(v, "operation", sizeof p->operation);
+    event = short_str(v, "event", 32);
+    txid = short_str(v, "transaction_id", sizeof p->txid);
     target = short_str(v, "target", NAME_MAX_BYTES);
+    actor = json_string_value(json_object_get(v, "actor"));
     if (!json_is_object(v) || !json_is_integer(ver) || json_integer_value(ver) != 1 ||
-        !one_of(t->phase, PHASES) || !one_of(t->operation, OPERATIONS) || !one_of(t->event, EVENTS) ||
-        !txid || !target || !json_is_string(json_object_get(v, "actor")))
+        !one_of(phase, PHASES) || !one_of(operation, OPERATIONS) || !one_of(event, EVENTS) ||
+        !txid || !target || !actor)
         return pathlock_invalid(err, shape);
     if ((!json_is_null(json_object_get(v, "before")) && !json_is_string(json_object_get(v, "before"))) ||
         (!json_is_null(json_object_get(v, "after")) && !json_is_string(json_object_get(v, "after"))))
@@ -366,21 +608,25 @@ static int pathlock_decode(json_t *v, struct txn *t, struct ac_err *err)
         target += 6;
     if (!lock_file_name(target))
         return pathlock_invalid(err, "transaction target is not a lock record filename");
-    snprintf(t->txid, sizeof t->txid, "%s", txid);
-    t->actor = json_string_value(json_object_get(v, "actor"));
-    t->c = calloc(1, sizeof *t->c);
-    t->bytes = calloc(2, sizeof *t->bytes);
-    if (!t->c || !t->bytes)
+    snprintf(p->phase, sizeof p->phase, "%s", phase);
+    snprintf(p->operation, sizeof p->operation, "%s", operation);
+    snprintf(p->event, sizeof p->event, "%s", event);
+    snprintf(p->txid, sizeof p->txid, "%s", txid);
+    snprintf(p->actor, sizeof p->actor, "%s", actor);
+    snprintf(p->subject, sizeof p->subject, "%.*s", (int)(strlen(target) - 5), target);
+    p->event_value = json_incref(json_object_get(v, "event"));
+    if (b64_member(json_object_get(v, "before"), &before, &blen, "PATH_LOCK_TRANSACTION_INVALID",
+                   shape, "transaction bytes are not valid base64", err) == -1 ||
+        b64_member(json_object_get(v, "after"), &after, &alen, "PATH_LOCK_TRANSACTION_INVALID",
+                   shape, "transaction bytes are not valid base64", err) == -1) {
+        free(before);
+        return -1;
+    }
+    rc = pending_add(p, AC_LOCKS, p->subject, strlen(p->subject), before, blen, after, alen);
+    free(before);
+    free(after);
+    if (rc == -1)
         return ac_err_sys(err, ENOMEM, NULL, "could not read transaction marker");
-    t->n = 1;
-    t->c[0].family = AC_LOCKS;
-    tl = strlen(target) - 5;
-    memcpy(t->c[0].name, target, tl);
-    t->c[0].name[tl] = '\0';
-    t->subject = t->c[0].name;
-    if (b64_member(t, json_object_get(v, "before"), &t->c[0].before, &t->c[0].before_len) == -1 ||
-        b64_member(t, json_object_get(v, "after"), &t->c[0].after, &t->c[0].after_len) == -1)
-        return pathlock_invalid(err, "transaction bytes are not valid base64");
     return 0;
 }
 
@@ -397,7 +643,6 @@ static const struct format LEASE = {
     .apply_tag = { [AC_TASKS] = "lease.task", [AC_CLAIMS] = "lease.claim" },
     .sync_after_changes = 1,
     .audit_point = "lease.audit",
-    .keep_on_apply_failure = 1,
     .undo_on_audit_failure = 1,
     .undo_remove_quiet = 1,
     .published_must_succeed = 1,
@@ -409,11 +654,15 @@ static const struct format LEASE = {
     .msg_journal = "could not write the lease journal",
     .msg_applied = "could not write the lease journal",
     .msg_apply = { "could not apply the lease change to ", "" },
-    .audit_failed_code = "LEASE_AUDIT_FAILED",
+    .apply_failed_code = "LEASE_AUDIT_FAILED",
+    .apply_failed_prefix = "lease mutation audit failed: ",
+    .audit_failed_code = "TASK_AUDIT_FAILED",
+    .audit_failed_prefix = "task record changed but audit event could not be written: ",
     .undo_failed_code = "LEASE_AUDIT_ROLLBACK_FAILED",
+    .undo_failed_prefix = "could not roll back lease mutation: ",
     .unsettled_code = "LEASE_TRANSACTION_CLEANUP_FAILED",
-    .msg_published = "the lease change was published but its journal could not be updated",
-    .msg_removed = { "the lease change was published but its journal could not be removed: ", "" },
+    .msg_published = "lease mutation audit is durable but journal cleanup failed",
+    .msg_removed = { "lease mutation committed but journal cleanup failed: ", "" },
     .encode = lease_encode,
     .decode = lease_decode,
     .read_error = lease_read_error,
@@ -428,6 +677,7 @@ static const struct format PATHLOCK = {
     .tag = "pathlock.journal",
     .prepared_noreplace = 1,
     .published_nodirsync = 1,
+    .eexist_untouched = 1,
     .apply_tag = { [AC_LOCKS] = "pathlock.record" },
     .restore_tag = { [AC_LOCKS] = "pathlock.restore" },
     .apply_nodirsync = 1,
@@ -535,15 +785,17 @@ static int journal_remove(int dfd, const struct format *f)
     return 0;
 }
 
-/* Put the records of t in their `after` state (restore == 0) or back in
- * their `before` state. errno is meaningful on -1. */
-static int put_records(int chfd, int dfd, const struct txn *t, int restore)
+/* Put the records c[0..n) of format f in their `after` state (restore ==
+ * 0), or back in their `before` state: the first change first, then the
+ * others from the last to the first (as the Python tool restores them).
+ * errno is meaningful on -1. */
+static int put_records(int chfd, int dfd, const struct format *f, const struct ac_change *cs, size_t n,
+                       int restore)
 {
-    const struct format *f = t->fmt;
-    size_t i;
+    size_t k;
 
-    for (i = 0; i < t->n; i++) {
-        const struct jchange *c = &t->c[i];
+    for (k = 0; k < n; k++) {
+        const struct ac_change *c = &cs[!restore || k == 0 ? k : n - k];
         const char *bytes = restore ? c->before : c->after, *tag;
         size_t len = restore ? c->before_len : c->after_len;
         char file[NAME_MAX_BYTES + 8], point[64];
@@ -587,23 +839,23 @@ static int put_records(int chfd, int dfd, const struct txn *t, int restore)
 }
 
 /* Do the records hold `after`? 1 yes, 0 no, -1 could not read (errno). */
-static int records_match(int chfd, const struct txn *t)
+static int records_match(int chfd, const struct format *f, const struct ac_change *cs, size_t n)
 {
     size_t i;
-    for (i = 0; i < t->n; i++) {
-        const struct jchange *c = &t->c[i];
+    for (i = 0; i < n; i++) {
+        const struct ac_change *c = &cs[i];
         char file[NAME_MAX_BYTES + 8], *data = NULL;
         size_t len = 0;
         int fd = ac_open_dir_at(chfd, ac_fs_families[c->family].dir), rc, e, same;
         snprintf(file, sizeof file, "%s.json", c->name);
-        rc = fd == -1 ? -1 : ac_read_file_at(fd, file, t->fmt->cap, &data, &len);
+        rc = fd == -1 ? -1 : ac_read_file_at(fd, file, f->cap, &data, &len);
         e = errno;
         if (fd != -1)
             close(fd);
         if (rc == -1) {
             if (e == ENOENT && !c->after)
                 continue;
-            if (e == ENOENT || e == EFBIG || t->fmt->verify_unreadable_mismatch)
+            if (e == ENOENT || e == EFBIG || f->verify_unreadable_mismatch)
                 return 0;
             errno = e;
             return -1;
@@ -619,11 +871,30 @@ static int records_match(int chfd, const struct txn *t)
 /* Undo an applied-or-not transaction in process and drop its journal. */
 static int undo(int chfd, int dfd, const struct txn *t)
 {
-    if (put_records(chfd, dfd, t, 1) == -1)
+    if (put_records(chfd, dfd, t->fmt, t->c, t->n, 1) == -1)
         return -1;
     if (t->fmt->undo_remove_quiet)
         return ac_sys_unlinkat(dfd, t->fmt->file, 0) == -1 && errno != ENOENT ? -1 : 0;
     return journal_remove(dfd, t->fmt);
+}
+
+/* A failure once the records may have changed: undo them, and report
+ * `first` (wrapped in the format's code when it has one) or the undo's
+ * own failure. Returns -1. */
+static int undo_and_report(int chfd, int dfd, const struct txn *t, const struct ac_err *first,
+                           const char *code, const char *prefix, struct ac_err *err)
+{
+    const struct format *f = t->fmt;
+    if (undo(chfd, dfd, t) == -1 && f->undo_failed_code) {
+        int e = errno;
+        return ac_err_code(err, f->undo_failed_code, "%s[Errno %d] %s", f->undo_failed_prefix, e,
+                           strerror(e));
+    }
+    if (code)
+        return ac_err_code(err, code, "%s%s", prefix, first->msg);
+    if (err)
+        *err = *first;
+    return -1;
 }
 
 /* After a failed audit post of a format that resolves it: decide as
@@ -639,9 +910,9 @@ static int resolve_after_audit(struct ac_chan *ch, int dfd, const struct txn *t)
     if (found == -1)
         return -1;
     if (found) {
-        if (records_match(chfd, t) != 1)
+        if (records_match(chfd, t->fmt, t->c, t->n) != 1)
             return -1;
-    } else if (put_records(chfd, dfd, t, 1) == -1) {
+    } else if (put_records(chfd, dfd, t->fmt, t->c, t->n, 1) == -1) {
         return -1;
     }
     if (journal_remove(dfd, t->fmt) == -1)
@@ -654,70 +925,52 @@ static int journaled_commit(struct ac_chan *ch, const struct format *f, const st
 {
     struct txn t;
     struct ac_err aerr = AC_ERR_INIT;
-    int chfd = fs_chan_fd(ch), dfd = -1, rc = -1, mkdir_failed, e;
-    size_t i;
+    int chfd = fs_chan_fd(ch), dfd = -1, mkdir_failed, e;
 
-    t = (struct txn){ .fmt = f, .phase = "prepared", .subject = b->subject, .event = b->event,
-                      .actor = b->actor, .operation = b->operation, .details = b->details,
+    t = (struct txn){ .fmt = f, .subject = b->subject, .event = b->event, .actor = b->actor,
+                      .operation = b->operation, .details = b->details, .c = b->changes,
                       .n = b->nchanges };
-    if (!(t.c = calloc(t.n ? t.n : 1, sizeof *t.c)))
-        return ac_err_sys(err, ENOMEM, f->io_code, "%s", f->msg_journal);
-    for (i = 0; i < t.n; i++) {
-        const struct ac_change *c = &b->changes[i];
-        t.c[i].family = c->family;
-        snprintf(t.c[i].name, sizeof t.c[i].name, "%s", c->name);
-        t.c[i].before = c->before;
-        t.c[i].before_len = c->before_len;
-        t.c[i].after = c->after;
-        t.c[i].after_len = c->after_len;
-    }
-    if (ac_uuid4_hex(t.txid) == -1) {
-        ac_err_sys(err, errno, f->io_code, "could not make a transaction id");
-        goto out;
-    }
+    if (ac_uuid4_hex(t.txid) == -1)
+        return ac_err_sys(err, errno, f->io_code, "could not make a transaction id");
     dfd = journal_dir(chfd, f, 1, &mkdir_failed);
     if (dfd == -1) {
         if (f->msg_prepare)
-            ac_err_sys(err, errno, f->io_code, "%s", f->msg_prepare);
-        else
-            ac_err_sys(err, errno, f->io_code, "could not %s %s/", mkdir_failed ? "create" : "open",
-                       ac_fs_families[f->dir_family].dir);
-        goto out;
+            return ac_err_sys(err, errno, f->io_code, "%s", f->msg_prepare);
+        return ac_err_sys(err, errno, f->io_code, "could not %s %s/", mkdir_failed ? "create" : "open",
+                          ac_fs_families[f->dir_family].dir);
     }
 
     /* 1. prepared */
     if (journal_write(dfd, &t, "prepared") == -1) {
         e = errno;
         if (e == EEXIST && f->prepared_noreplace) {
-            ac_err_set(err, AC_EXIT_GENERAL, f->pending_code, "%s", f->pending_msg);
-            goto out;
+            ac_err_code(err, f->pending_code, "%s", f->pending_msg);
+            goto fail;
         }
         if (f->prepared_noreplace)
             journal_remove(dfd, f);     /* published, then its sync failed: nothing applied */
         ac_err_sys(err, e, f->io_code, "%s", e == ENOMEM && f->msg_encode ? f->msg_encode : f->msg_journal);
-        goto out;
+        goto fail;
     }
     /* 2. apply */
-    if (put_records(chfd, dfd, &t, 0) == -1) {
+    if (put_records(chfd, dfd, f, t.c, t.n, 0) == -1) {
         e = errno;
-        if (!f->keep_on_apply_failure) {
-            if (e == EEXIST)            /* link() refused: nothing of ours to undo */
-                journal_remove(dfd, f);
-            else
-                undo(chfd, dfd, &t);
+        ac_err_sys(&aerr, e, f->io_code, "%s%s%s", f->msg_apply[0], t.subject, f->msg_apply[1]);
+        if (e == EEXIST && f->eexist_untouched) {
+            journal_remove(dfd, f);     /* link() refused: nothing of ours to undo */
+            if (err)
+                *err = aerr;
+        } else {
+            undo_and_report(chfd, dfd, &t, &aerr, f->apply_failed_code, f->apply_failed_prefix, err);
         }
-        ac_err_sys(err, e, f->io_code, "%s%s%s", f->msg_apply[0], t.subject, f->msg_apply[1]);
-        goto out;
+        goto fail;
     }
     /* 3. applied */
     if (journal_write(dfd, &t, "applied") == -1) {
-        e = errno;
-        if (!f->keep_on_apply_failure)
-            undo(chfd, dfd, &t);
-        ac_err_sys(err, e, f->io_code, "%s", f->msg_applied);
-        goto out;
+        ac_err_sys(&aerr, errno, f->io_code, "%s", f->msg_applied);
+        undo_and_report(chfd, dfd, &t, &aerr, f->apply_failed_code, f->apply_failed_prefix, err);
+        goto fail;
     }
-    t.phase = "applied";
     /* 4. the audit message, which carries the transaction id */
     if (json_object_set_new(b->audit, "transaction_id", json_string(t.txid)) == -1)
         ac_err_sys(&aerr, ENOMEM, f->io_code, "could not compose the audit message");
@@ -727,44 +980,37 @@ static int journaled_commit(struct ac_chan *ch, const struct format *f, const st
         aerr.code = NULL;
     if (aerr.code) {
         if (f->undo_on_audit_failure) {
-            if (undo(chfd, dfd, &t) == -1)
-                ac_err_set(err, AC_EXIT_USAGE, f->undo_failed_code,
-                           "could not post the audit message (%s) nor roll back", aerr.msg);
-            else
-                ac_err_set(err, AC_EXIT_USAGE, f->audit_failed_code, "could not post the audit message: %s",
-                           aerr.msg);
-            goto out;
+            undo_and_report(chfd, dfd, &t, &aerr, f->audit_failed_code, f->audit_failed_prefix, err);
+            goto fail;
         }
         /* The post may have failed after its message was published (a
          * failed directory sync): decide as recover-pending would. */
         if (resolve_after_audit(ch, dfd, &t) == 1) {
-            rc = 0;
-            goto out;
+            close(dfd);
+            return 0;
         }
         if (err)
             *err = aerr;
-        goto out;
+        goto fail;
     }
     /* From here on the change is published (its audit message is in the
      * channel): a failure leaves the journal for recover-pending to finish
      * (SPEC 3.6, 3.7). */
     /* 5. published */
     if (journal_write(dfd, &t, "published") == -1 && f->published_must_succeed) {
-        ac_err_set(err, AC_EXIT_USAGE, f->unsettled_code, "%s: %s", f->msg_published, strerror(errno));
-        goto out;
+        ac_err_code(err, f->unsettled_code, "%s: %s", f->msg_published, strerror(errno));
+        goto fail;
     }
     /* 6. done */
     if (journal_remove(dfd, f) == -1) {
-        ac_err_set(err, f->kind == AC_BATCH_LEASE ? AC_EXIT_USAGE : AC_EXIT_GENERAL, f->unsettled_code,
-                   "%s%s%s", f->msg_removed[0], strerror(errno), f->msg_removed[1]);
-        goto out;
+        ac_err_code(err, f->unsettled_code, "%s%s%s", f->msg_removed[0], strerror(errno), f->msg_removed[1]);
+        goto fail;
     }
-    rc = 0;
-out:
-    if (dfd != -1)
-        close(dfd);
-    free(t.c);
-    return rc;
+    close(dfd);
+    return 0;
+fail:
+    close(dfd);
+    return -1;
 }
 
 /* ------------------------------------------------- the plain task commit */
@@ -772,9 +1018,11 @@ out:
 /* A task record changed without a lease (SPEC 3.5, as in the Python tool):
  * no journal; the record is written, then its audit message posted, and a
  * failure once the record is in place (its directory sync, the post)
- * restores the previous bytes or removes a created record. A crash in
+ * restores the previous bytes or removes a created record:
+ * TASK_AUDIT_FAILED when the post failed, TASK_IO_ERROR when the sync did,
+ * TASK_AUDIT_ROLLBACK_FAILED when the restore fails too. A crash in
  * between still leaves the record without its message. */
-static int undo_task(int chfd, const struct ac_change *c, struct ac_err *err)
+static int undo_task(int chfd, const struct ac_change *c, int audit_failed, struct ac_err *err)
 {
     char name[NAME_MAX_BYTES + 8], why[AC_ERR_MSG_MAX];
     int tfd = ac_open_dir_at(chfd, ac_fs_families[AC_TASKS].dir), rc = -1, e;
@@ -791,10 +1039,13 @@ static int undo_task(int chfd, const struct ac_change *c, struct ac_err *err)
     if (tfd != -1)
         close(tfd);
     if (rc == -1)
-        return ac_err_set(err, AC_EXIT_USAGE, "TASK_AUDIT_ROLLBACK_FAILED",
-                          "%s, and could not roll back task %s: %s", why, c->name, strerror(e));
-    return ac_err_set(err, AC_EXIT_USAGE, "TASK_IO_ERROR", "%s; task %s %s", why, c->name,
-                      c->before ? "is unchanged" : "was not created");
+        return ac_err_code(err, "TASK_AUDIT_ROLLBACK_FAILED", "could not roll back task %s: [Errno %d] %s",
+                           c->before ? "update" : "create", e, strerror(e));
+    if (audit_failed)
+        return ac_err_code(err, "TASK_AUDIT_FAILED",
+                           "task record changed but audit event could not be written: %s", why);
+    return ac_err_code(err, "TASK_IO_ERROR", "%s; task %s %s", why, c->name,
+                       c->before ? "is unchanged" : "was not created");
 }
 
 static int task_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err)
@@ -818,8 +1069,7 @@ static int task_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_e
         e = errno;
         close(tfd);
         if (e == EEXIST)
-            return ac_err_set(err, AC_EXIT_USAGE, "TASK_ALREADY_EXISTS", "task record already exists: %s",
-                              c->name);
+            return ac_err_code(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", c->name);
         return ac_err_sys(err, e, "TASK_IO_ERROR", "could not write task record %s", name);
     }
     /* The record is in place: from here a failure undoes it. */
@@ -827,17 +1077,11 @@ static int task_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_e
         e = errno;
         close(tfd);
         ac_err_sys(err, e, "TASK_IO_ERROR", "could not sync %s/ after writing %s", dir, name);
-        return undo_task(chfd, c, err);
+        return undo_task(chfd, c, 0, err);
     }
     close(tfd);
-    if (ac_audit_post(ch, b->actor, b->event, b->subject, b->audit, NULL, err) == -1) {
-        static const char prefix[] = "could not post the audit message: ";
-        char why[AC_ERR_MSG_MAX];
-        snprintf(why, sizeof why, "%s%.*s", prefix, (int)(sizeof why - sizeof prefix), err ? err->msg : "");
-        if (err)
-            memcpy(err->msg, why, sizeof why);
-        return undo_task(chfd, c, err);
-    }
+    if (ac_audit_post(ch, b->actor, b->event, b->subject, b->audit, NULL, err) == -1)
+        return undo_task(chfd, c, 1, err);
     return 0;
 }
 
@@ -853,33 +1097,76 @@ int ac_fs_batch_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_e
     return journaled_commit(ch, f, b, err);
 }
 
-/* Decode journal bytes of format f into *t: 0, or -1 (err). */
-static int decode_bytes(const struct format *f, const char *data, size_t len, struct txn *t,
+/* Decode journal bytes of format f into *out (the header only without a
+ * check); *root (may be NULL) gets the JSON read. 0, or -1 (err). */
+static int decode_bytes(struct ac_chan *ch, const struct format *f, const char *data, size_t len,
+                        const struct ac_pending_check *check, struct ac_pending *out, json_t **root,
                         struct ac_err *err)
 {
     char msg[AC_PYJSON_MSG_MAX];
-    json_t *v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
-    memset(t, 0, sizeof *t);
-    t->fmt = f;
-    if (!v)
-        return f->read_error(0, msg, err);
-    t->raw = v;
-    if (f->decode(v, t, err) == -1) {
-        txn_free(t);
+    struct reader r;
+    int kind = out->kind;
+
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    r = (struct reader){ ch, check, out, ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg) };
+    if (!r.root)
+        return f->read_error(ch, f, 0, msg, err);
+    if (f->decode(&r, err) == -1) {
+        json_decref(r.root);
+        ac_pending_free(out);
+        out->kind = kind;
         return -1;
+    }
+    if (root)
+        *root = r.root;
+    else
+        json_decref(r.root);
+    return 0;
+}
+
+int ac_fs_journal_recode(int kind, const char *data, size_t len, struct ac_pending *p, char **out,
+                         size_t *outlen, struct ac_err *err)
+{
+    static const struct ac_pending_check all = { NULL, NULL, NULL };
+    const struct format *f = format_of(kind);
+    struct txn t;
+    json_t *root, *j;
+
+    *out = NULL;
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    if (!f)
+        return ac_err_sys(err, EINVAL, NULL, "no journal for this kind");
+    if (decode_bytes(NULL, f, data, len, &all, p, &root, err) == -1)
+        return -1;
+    t = (struct txn){ .fmt = f, .subject = p->subject, .event = p->event, .actor = p->actor,
+                      .operation = p->operation, .details = json_object_get(root, "details"),
+                      .c = p->changes, .n = p->nchanges };
+    snprintf(t.txid, sizeof t.txid, "%s", p->txid);
+    j = f->encode(&t, p->phase);
+    *out = j ? ac_json_dump_line(j, &f->style, outlen) : NULL;
+    json_decref(j);
+    json_decref(root);
+    if (!*out) {
+        ac_pending_free(p);
+        return ac_err_sys(err, ENOMEM, f->io_code, "could not encode the journal");
     }
     return 0;
 }
 
-/* Read and decode the journal of f into *t: 1, 0 (none), -1 (err). */
-static int journal_read(struct ac_chan *ch, const struct format *f, struct txn *t, struct ac_err *err)
+int ac_fs_pending_read(struct ac_chan *ch, int kind, const struct ac_pending_check *check,
+                       struct ac_pending *out, struct ac_err *err)
 {
+    const struct format *f = format_of(kind);
     char *data;
     size_t len;
     int mkdir_failed, dfd, rc, e;
 
-    memset(t, 0, sizeof *t);
-    t->fmt = f;
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    if (!f)
+        return 0;               /* task batches are never pending */
     dfd = journal_dir(fs_chan_fd(ch), f, 0, &mkdir_failed);
     if (dfd == -1) {
         if (errno == ENOENT)
@@ -890,85 +1177,30 @@ static int journal_read(struct ac_chan *ch, const struct format *f, struct txn *
     e = errno;
     close(dfd);
     if (rc == -1)
-        return e == ENOENT ? 0 : f->read_error(e, NULL, err);
-    rc = decode_bytes(f, data, len, t, err);
+        return e == ENOENT ? 0 : f->read_error(ch, f, e, NULL, err);
+    rc = decode_bytes(ch, f, data, len, check, out, NULL, err);
     free(data);
     return rc == -1 ? -1 : 1;
 }
 
-static void pending_of(const struct txn *t, struct ac_pending *out)
+int ac_fs_pending_settle(struct ac_chan *ch, const struct ac_pending *p, int how, struct ac_err *err)
 {
-    snprintf(out->phase, sizeof out->phase, "%s", t->phase);
-    snprintf(out->txid, sizeof out->txid, "%s", t->txid);
-    snprintf(out->subject, sizeof out->subject, "%s", t->subject);
-    snprintf(out->event, sizeof out->event, "%s", t->event);
-    snprintf(out->operation, sizeof out->operation, "%s", t->operation ? t->operation : "");
-}
-
-int ac_fs_journal_recode(int kind, const char *data, size_t len, struct ac_pending *p, char **out,
-                         size_t *outlen, struct ac_err *err)
-{
-    const struct format *f = format_of(kind);
-    struct txn t;
-    json_t *j;
-
-    *out = NULL;
-    if (!f)
-        return ac_err_sys(err, EINVAL, NULL, "no journal for this kind");
-    if (decode_bytes(f, data, len, &t, err) == -1)
-        return -1;
-    pending_of(&t, p);
-    j = f->encode(&t, t.phase);
-    *out = j ? ac_json_dump_line(j, &f->style, outlen) : NULL;
-    json_decref(j);
-    txn_free(&t);
-    return *out ? 0 : ac_err_sys(err, ENOMEM, f->io_code, "could not encode the journal");
-}
-
-int ac_fs_pending_read(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err)
-{
-    const struct format *f = format_of(kind);
-    struct txn t;
-    int rc;
-
-    memset(out, 0, sizeof *out);
-    if (!f)
-        return 0;               /* task batches are never pending */
-    rc = journal_read(ch, f, &t, err);
-    if (rc != 1)
-        return rc;
-    pending_of(&t, out);
-    txn_free(&t);
-    return 1;
-}
-
-int ac_fs_pending_settle(struct ac_chan *ch, int kind, int how, struct ac_err *err)
-{
-    const struct format *f = format_of(kind);
-    struct txn t;
+    const struct format *f = format_of(p->kind);
     int rc, dfd, mkdir_failed, e;
 
-    if (!f)
+    if (!f || !p->nchanges)
         return ac_err_sys(err, EINVAL, NULL, "nothing to settle");
-    rc = journal_read(ch, f, &t, err);
-    if (rc == 0)
-        return ac_err_sys(err, ENOENT, f->io_code, "no pending change");
-    if (rc == -1)
-        return -1;
     if (how == AC_SETTLE_VERIFY) {
-        rc = records_match(fs_chan_fd(ch), &t);
-        e = errno;
-        txn_free(&t);
+        rc = records_match(fs_chan_fd(ch), f, p->changes, p->nchanges);
         if (rc == -1)
-            return ac_err_sys(err, e, f->io_code, "could not read the records of the pending change");
+            return ac_err_sys(err, errno, f->io_code, "could not read the records of the pending change");
         return rc == 1 ? 0 : 1;
     }
     dfd = journal_dir(fs_chan_fd(ch), f, 1, &mkdir_failed);
-    rc = dfd == -1 ? -1 : put_records(fs_chan_fd(ch), dfd, &t, 1);
+    rc = dfd == -1 ? -1 : put_records(fs_chan_fd(ch), dfd, f, p->changes, p->nchanges, 1);
     e = errno;
     if (dfd != -1)
         close(dfd);
-    txn_free(&t);
     if (rc == -1)
         return ac_err_sys(err, e, f->io_code, "could not roll the pending change back");
     return 0;

@@ -30,10 +30,13 @@
  *     "pathlock.record.unlink", "lease.audit", "lease.journal.delete");
  *   - the policies the Python tool has for each: a prepared path-lock
  *     journal is never written over an existing one (link()); a failed
- *     lease change keeps its journal while a failed path-lock change is
- *     undone at once; a failed lease audit post is undone in process
- *     (LEASE_AUDIT_FAILED) while a path-lock one is resolved as
- *     recover-pending would (the message may have been published);
+ *     change is undone at once (a lease one reports LEASE_AUDIT_FAILED); a
+ *     failed lease audit post is undone in process (TASK_AUDIT_FAILED)
+ *     while a path-lock one is resolved as recover-pending would (the
+ *     message may have been published);
+ *   - how a journal is read back: only its header to tell whether one is
+ *     pending, or whole, in the order the Python tool checks it, with the
+ *     domain's record checks called on the way (ac_pending_check);
  *   - the codes and messages of its failures.
  *
  * Every jansson call's result is checked: an allocation failure anywhere
@@ -46,15 +49,17 @@
 #include "agentchat/store.h"
 
 int ac_fs_batch_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err);
-int ac_fs_pending_read(struct ac_chan *ch, int kind, struct ac_pending *out, struct ac_err *err);
-int ac_fs_pending_settle(struct ac_chan *ch, int kind, int how, struct ac_err *err);
+int ac_fs_pending_read(struct ac_chan *ch, int kind, const struct ac_pending_check *check,
+                       struct ac_pending *out, struct ac_err *err);
+int ac_fs_pending_settle(struct ac_chan *ch, const struct ac_pending *p, int how, struct ac_err *err);
 int ac_fs_pending_clear(struct ac_chan *ch, int kind, struct ac_err *err);
 
 /* Decode `data` as a journal of `kind` and encode it again, as our writer
  * would write the same transaction (for the fuzzer: every journal either
  * tool may leave is read the same way, and what we write reads back).
- * 0 with *p and *out (malloc'ed, *outlen bytes), or -1 with the error
- * recover-pending would give. */
+ * The whole journal is read, without the domain's record checks. 0 with
+ * *p (ac_pending_free) and *out (malloc'ed, *outlen bytes), or -1 with
+ * the error recover-pending would give. */
 int ac_fs_journal_recode(int kind, const char *data, size_t len, struct ac_pending *p, char **out,
                          size_t *outlen, struct ac_err *err);
 

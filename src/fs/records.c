@@ -9,7 +9,7 @@
  *
  * A file is a record when its name ends in ".json" and does not start with
  * one of the family's skip bytes: '.' (our temps and the journals) and, for
- * tasks, '_' (the Python tool's). Records are read with the careful reader
+ * tasks and claims, '_' (the Python tool's). Records are read with the careful reader
  * of fsutil.h (no symlink followed, only regular files, a cap per family),
  * so a planted symlink or directory is a record that cannot be read, with
  * its errno, never something outside the channel.
@@ -39,7 +39,7 @@
 
 const struct fs_family ac_fs_families[AC_NFAMILIES] = {
     [AC_TASKS] = { "tasks", "task record", "._", 4u << 20, "task.record" },
-    [AC_CLAIMS] = { "claims", "lease record", ".", 1u << 20, "lease.claim" },
+    [AC_CLAIMS] = { "claims", "lease record", "._", 1u << 20, "lease.claim" },
     [AC_LOCKS] = { "locks", "lock record", ".", 16u << 20, "pathlock.record" },
     [AC_ACKS] = { ".acks", "ack", ".", 64u << 10, "ack" },
 };
@@ -88,7 +88,8 @@ int ac_fs_family_dir(int chfd, int family, const char *name, int make, const cha
 
     if (family != AC_ACKS) {
         if (name && !stem_ok(family, name, strlen(name))) {
-            errno = EINVAL;
+            /* a name longer than a file name holds cannot exist here */
+            errno = strlen(name) > 255 - SUFFIX_LEN ? ENAMETOOLONG : EINVAL;
             return -1;
         }
         if (base)

@@ -646,7 +646,7 @@ static int fs_blob_write(struct ac_chan *base, const char *name, const char *dat
 static int fs_path_resolve(struct ac_chan *base, const char *path, char *out, size_t outsz,
                            int *is_dir, const char **why)
 {
-    return ac_relpath_resolve(fs_chan(base)->fd, path, out, outsz, is_dir, why);
+    return ac_relpath_realize(fs_chan(base)->fd, path, out, outsz, is_dir, why);
 }
 
 /* ---- debris ---- */

@@ -277,6 +277,15 @@ static int channel_real_path(int chfd, struct pstr *out)
 int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
                        int *is_dir, const char **why)
 {
+    *why = ac_relpath_problem(path);
+    if (*why)
+        return -1;
+    return ac_relpath_realize(chfd, path, out, outsz, is_dir, why);
+}
+
+int ac_relpath_realize(int chfd, const char *path, char *out, size_t outsz,
+                       int *is_dir, const char **why)
+{
     struct pstr base = { NULL, 0, 0 }, res = { NULL, 0, 0 };
     struct seen *sn = NULL;
     const char *rel;
@@ -284,9 +293,7 @@ int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
     size_t rlen;
     int rc = -1, jr;
 
-    *why = ac_relpath_problem(path);
-    if (*why)
-        return -1;
+    *why = NULL;
     if (channel_real_path(chfd, &base) == -1) {
         *why = UNRESOLVED;
         goto done;

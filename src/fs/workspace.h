@@ -17,4 +17,10 @@
 int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
                        int *is_dir, const char **why);
 
+/* The resolution step alone (the backend's path_resolve), for a path
+ * already checked by the caller's own lexical rules ('/' separated;
+ * control characters are just names). */
+int ac_relpath_realize(int chfd, const char *path, char *out, size_t outsz,
+                       int *is_dir, const char **why);
+
 #endif
