@@ -476,6 +476,17 @@ static int is_tls_error(CURLcode rc)
     }
 }
 
+int ac_etcd_tls_refused(CURLcode rc, const char *errbuf)
+{
+    /* With TLS 1.3 the client's side of the handshake ends before the
+     * server has checked the client certificate; the server's refusal
+     * then arrives as an alert on the first read ("... alert bad
+     * certificate", "... alert certificate required"). A member that dies
+     * mid-connection gives an EOF or a reset instead, never an alert. */
+    return (rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) && errbuf &&
+           strstr(errbuf, " alert ") != NULL;
+}
+
 /* The curl error as text: the error buffer when it says something. */
 static const char *curl_text(const struct ac_etcd *e, CURLcode rc)
 {
@@ -547,7 +558,7 @@ static enum outcome attempt(struct ac_etcd *e, size_t i, const char *path, const
                        "etcd %s: reply larger than %zu bytes", e->endpoints[i], e->max_reply);
             return OUT_FAIL;
         }
-        if (is_tls_error(rc)) {
+        if (is_tls_error(rc) || ac_etcd_tls_refused(rc, e->errbuf)) {
             ac_err_set(err, AC_EXIT_GENERAL, "ETCD_TLS", "etcd %s: TLS: %s", e->endpoints[i],
                        what);
             return OUT_FAIL;
@@ -624,8 +635,17 @@ static int authenticate(struct ac_etcd *e, int64_t deadline, struct ac_err *err)
     struct curl_slist *h;
     int rc = -1;
 
+    /* No Authorization header on the authenticate request itself: etcd
+     * refuses any request that carries a token it does not know. */
     free_secret(e->token);
     e->token = NULL;
+    h = ac_etcd_header_list(e);
+    if (!h) {
+        nomem(err);
+        goto out;
+    }
+    curl_slist_free_all(e->headers);
+    e->headers = h;
     req = json_pack("{s:s, s:s}", "name", e->username, "password", e->password);
     if (!req) {
         nomem(err);

@@ -70,6 +70,10 @@ CURL *ac_etcd_easy_new(struct ac_etcd *e);
  * memory. */
 struct curl_slist *ac_etcd_header_list(const struct ac_etcd *e);
 
+/* 1 when a failed transfer (rc, libcurl's error text) was the server
+ * refusing our TLS handshake (a definitive ETCD_TLS, not a lost reply). */
+int ac_etcd_tls_refused(CURLcode rc, const char *errbuf);
+
 /* Replace every occurrence of the password, user name and token in
  * err->msg with "***". Applied to every error the client returns. */
 void ac_etcd_scrub(const struct ac_etcd *e, struct ac_err *err);

@@ -49,6 +49,7 @@ struct ac_etcd_watch {
     int attached;                     /* easy is in multi */
     int ended;                        /* the transfer finished */
     CURLcode result;
+    long status;                      /* HTTP status of the ended transfer */
     int too_large;
     int created;                      /* the current stream is confirmed */
     int64_t last_data;                /* mono ns of the last bytes or probe */
@@ -149,11 +150,26 @@ static int pump(struct ac_etcd_watch *w, long ms, struct ac_err *err)
             long connects = 0;
             w->ended = 1;
             w->result = m->data.result;
+            w->status = 0;
+            curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->status);
             curl_easy_getinfo(w->easy, CURLINFO_NUM_CONNECTS, &connects);
             w->e->connections += (unsigned long)connects;
         }
     }
     return 0;
+}
+
+/* The error after failing streams since w->down_since (always -1). */
+static int give_up(struct ac_etcd_watch *w, int64_t now, struct ac_err *err)
+{
+    long ms = (long)((now - w->down_since) / 1000000);
+    if (strcmp(w->last.code, "ETCD_NO_LEADER") == 0)
+        return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_NO_LEADER",
+                          "etcd has no leader (quorum lost?) for %ld ms; last: %s", ms,
+                          w->last.msg);
+    return ac_err_set(err, AC_EXIT_GENERAL,
+                      strcmp(w->last.code, "ETCD_TLS") == 0 ? "ETCD_TLS" : "ETCD_UNAVAILABLE",
+                      "no etcd member kept a watch for %ld ms; last: %s", ms, w->last.msg);
 }
 
 /* The stream failed for a reason that may pass: remember it and pick the
@@ -171,16 +187,8 @@ static int stream_failed(struct ac_etcd_watch *w, const char *code, const char *
     if (!w->down_since)
         w->down_since = now;
     w->failed_tries++;
-    if (now - w->down_since >= (int64_t)e->op_ms * 1000000) {
-        long ms = (long)((now - w->down_since) / 1000000);
-        if (strcmp(w->last.code, "ETCD_NO_LEADER") == 0)
-            return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_NO_LEADER",
-                              "etcd has no leader (quorum lost?) for %ld ms; last: %s", ms,
-                              w->last.msg);
-        return ac_err_set(err, AC_EXIT_GENERAL,
-                          strcmp(w->last.code, "ETCD_TLS") == 0 ? "ETCD_TLS" : "ETCD_UNAVAILABLE",
-                          "no etcd member kept a watch for %ld ms; last: %s", ms, w->last.msg);
-    }
+    if (now - w->down_since >= (int64_t)e->op_ms * 1000000)
+        return give_up(w, now, err);
     w->ep = (w->ep + 1) % e->n;
     w->reconnects++;
     if (w->failed_tries % e->n == 0) {
@@ -307,8 +315,7 @@ static int drain(struct ac_etcd_watch *w, struct ac_etcd_events *ev, int64_t dea
 static int stream_ended(struct ac_etcd_watch *w, int64_t deadline, struct ac_err *err)
 {
     struct ac_etcd *e = w->e;
-    long status = 0;
-    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
+    long status = w->status;
     if (w->result == CURLE_ABORTED_BY_CALLBACK)
         return ac_etcd_interrupted(err);
     if (w->too_large)
@@ -323,8 +330,19 @@ static int stream_ended(struct ac_etcd_watch *w, int64_t deadline, struct ac_err
         int grpc = 0, transient = 1;
         const char *message = NULL, *code = "ETCD_UNAVAILABLE";
         char why[300];
-        if (o && json_is_object(o) && ac_etcdw_error_of(o, &grpc, &message))
+        if (o && json_is_object(o) && ac_etcdw_error_of(o, &grpc, &message)) {
             code = ac_etcdw_classify(grpc, message, &transient);
+        } else if (status < 500) {
+            json_decref(o);
+            return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_BAD_REPLY",
+                              "etcd %s: watch: HTTP %ld without an etcd error (not an etcd v3 "
+                              "gateway?)",
+                              e->endpoints[w->ep], status);
+        }
+        if (e->token && message && strstr(message, "invalid auth token")) {
+            ac_etcd_drop_token(e);    /* expired: a new one for the next stream */
+            transient = 1;
+        }
         snprintf(why, sizeof why, "HTTP %ld%s%s", status, message ? ": " : "",
                  message ? message : "");
         json_decref(o);
@@ -335,6 +353,9 @@ static int stream_ended(struct ac_etcd_watch *w, int64_t deadline, struct ac_err
         }
         return stream_failed(w, code, why, deadline, err);
     }
+    if (ac_etcd_tls_refused(w->result, w->errbuf))
+        return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_TLS", "etcd %s: watch: TLS: %s",
+                          e->endpoints[w->ep], w->errbuf);
     if (w->result != CURLE_OK)
         return stream_failed(w, w->result == CURLE_SSL_CONNECT_ERROR ? "ETCD_TLS"
                                                                        : "ETCD_UNAVAILABLE",
@@ -381,6 +402,16 @@ static int run(struct ac_etcd_watch *w, int64_t deadline, struct ac_etcd_events 
             continue;         /* a new stream, on the next member */
         if (want_created && w->created)
             return 0;
+        if (w->ended && w->result == CURLE_OK && w->status == 200 && w->buf.len > 0 &&
+            w->buf.data[w->buf.len - 1] != '\n') {
+            /* The stream ended cleanly in the middle of a line: the server
+             * sent that line whole but without its newline. Read it like
+             * the others (a truncated message would not end cleanly). */
+            ac_buf_putc(&w->buf, '\n');
+            if (w->buf.oom)
+                return nomem(err);
+            continue;
+        }
         if (w->ended) {
             if (stream_ended(w, deadline, err) == -1)
                 return -1;
@@ -390,6 +421,8 @@ static int run(struct ac_etcd_watch *w, int64_t deadline, struct ac_etcd_events 
             return ac_etcd_interrupted(err);
         now = ac_clock_mono_ns();
         if (now >= deadline) {
+            if (want_created && w->down_since)
+                return give_up(w, now, err);
             if (want_created)
                 return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_TIMEOUT",
                                   "etcd %s: watch not confirmed before the deadline",
