@@ -145,7 +145,7 @@ build/tests/bench_etcd: tests/bench/etcd_bench.c $(wildcard tests/c/*.h) build/l
 		build/librt.a | build
 	@mkdir -p build/tests
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -Itests/c -o $@ $< build/libetcd.a build/librt.a \
-	  $(ALL_LDFLAGS) $(CURL_LIBS) $(LIBS) -lpthread
+	  $(ALL_LDFLAGS) $(CURL_LIBS) $(LIBS)
 
 build:
 	@mkdir -p build

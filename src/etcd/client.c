@@ -19,7 +19,7 @@
 #include "etcd/wire.h"
 
 #define DEFAULT_CONNECT_MS 1000
-#define DEFAULT_REQUEST_MS 2000
+#define DEFAULT_REQUEST_MS 1000
 #define DEFAULT_OP_MS 10000
 #define DEFAULT_PROBE_MS 2000
 #define DEFAULT_MAX_REPLY (32u << 20)

@@ -114,7 +114,12 @@ struct ac_etcd_config {
     const char *cert_file;
     const char *key_file;
     long connect_timeout_ms;    /* 0: 1000 */
-    long request_timeout_ms;    /* one attempt on one endpoint; 0: 2000 */
+    long request_timeout_ms;    /* one attempt on one endpoint; 0: 1000.
+                                 * After a leader dies, a request that a
+                                 * follower accepted hangs until this runs
+                                 * out: it bounds the failover time (a
+                                 * post ~1.0-1.4 s after a leader SIGKILL
+                                 * with 1000, ~2 s with 2000) */
     long op_timeout_ms;         /* the default deadline of a call; 0: 10000 */
     long watch_probe_ms;        /* a silent watch checks its member after
                                  * this long; 0: 2000 */

@@ -155,27 +155,37 @@ static int lease_gone(struct ac_etcd *e, int64_t id, struct ac_err *err)
     return -1;
 }
 
-int ac_etcd_lease_keepalive(struct ac_etcd *e, int64_t id, int64_t *ttl, int64_t deadline,
-                            struct ac_err *err)
+/* POST {"ID": id} to a lease query (keepalive, timetolive): both answer
+ * with TTL, and both are idempotent, so retried like reads. A TTL <= 0 is
+ * a lease that is gone: keepalive of an expired lease answers 200 without
+ * a TTL, timetolive answers -1 for an unknown one and 0 in the second it
+ * expires. */
+static int lease_query(struct ac_etcd *e, const char *path, int64_t id, int64_t *ttl,
+                       int64_t *granted, int64_t deadline, struct ac_err *err)
 {
     json_t *reply;
-    int64_t got;
-    /* A renewal is idempotent (it only pushes the expiry out), so it is
-     * retried like a read. */
-    if (call_consume(e, "/v3/lease/keepalive", id_req(id, err), AC_ETCD_F_READ, deadline, &reply,
-                     err) == -1)
+    int64_t left, g;
+    if (call_consume(e, path, id_req(id, err), AC_ETCD_F_READ, deadline, &reply, err) == -1)
         return -1;
-    if (ac_etcdw_int64(reply, "TTL", &got, err) == -1) {
+    if (ac_etcdw_int64(reply, "TTL", &left, err) == -1 ||
+        ac_etcdw_int64(reply, "grantedTTL", &g, err) == -1) {
         json_decref(reply);
         return decode_failed(e, err);
     }
     json_decref(reply);
-    /* An expired lease gets a 200 answer without a TTL. */
-    if (got <= 0)
+    if (left <= 0)
         return lease_gone(e, id, err);
     if (ttl)
-        *ttl = got;
+        *ttl = left;
+    if (granted)
+        *granted = g;
     return 0;
+}
+
+int ac_etcd_lease_keepalive(struct ac_etcd *e, int64_t id, int64_t *ttl, int64_t deadline,
+                            struct ac_err *err)
+{
+    return lease_query(e, "/v3/lease/keepalive", id, ttl, NULL, deadline, err);
 }
 
 int ac_etcd_lease_revoke(struct ac_etcd *e, int64_t id, int64_t deadline, struct ac_err *err)
@@ -190,25 +200,7 @@ int ac_etcd_lease_revoke(struct ac_etcd *e, int64_t id, int64_t deadline, struct
 int ac_etcd_lease_ttl(struct ac_etcd *e, int64_t id, int64_t *ttl, int64_t *granted,
                       int64_t deadline, struct ac_err *err)
 {
-    json_t *reply;
-    int64_t left, g;
-    if (call_consume(e, "/v3/lease/timetolive", id_req(id, err), AC_ETCD_F_READ, deadline, &reply,
-                     err) == -1)
-        return -1;
-    if (ac_etcdw_int64(reply, "TTL", &left, err) == -1 ||
-        ac_etcdw_int64(reply, "grantedTTL", &g, err) == -1) {
-        json_decref(reply);
-        return decode_failed(e, err);
-    }
-    json_decref(reply);
-    /* TTL -1: unknown lease; 0 (absent): expired this very second. */
-    if (left <= 0)
-        return lease_gone(e, id, err);
-    if (ttl)
-        *ttl = left;
-    if (granted)
-        *granted = g;
-    return 0;
+    return lease_query(e, "/v3/lease/timetolive", id, ttl, granted, deadline, err);
 }
 
 /* ---- maintenance ---- */

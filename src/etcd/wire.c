@@ -204,28 +204,40 @@ int ac_etcdw_bool(const json_t *o, const char *name, int *out, struct ac_err *er
     return 0;
 }
 
-/* o[name] as an object (absent: NULL, *present 0), else BAD_REPLY. */
-static int get_object(const json_t *o, const char *name, const json_t **out, struct ac_err *err)
+/* o[name] when it is of JSON type `type` (absent: *out NULL), else
+ * BAD_REPLY saying it is not `what`. */
+static int get_typed(const json_t *o, const char *name, json_type type, const char *what,
+                     const json_t **out, struct ac_err *err)
 {
     const json_t *v = json_object_get(o, name);
     *out = NULL;
     if (!v)
         return 0;
-    if (!json_is_object(v))
-        return ac_etcdw_bad(err, "ETCD_BAD_REPLY", "field '%s' is not an object", name);
+    if (json_typeof(v) != type)
+        return ac_etcdw_bad(err, "ETCD_BAD_REPLY", "field '%s' is not %s", name, what);
     *out = v;
     return 0;
 }
 
-static int get_array(const json_t *o, const char *name, const json_t **out, struct ac_err *err)
+#define get_object(o, name, out, err) get_typed(o, name, JSON_OBJECT, "an object", out, err)
+#define get_array(o, name, out, err) get_typed(o, name, JSON_ARRAY, "a list", out, err)
+
+/* o[name] as a list: *a the array, *items a zeroed buffer of its length in
+ * elements of `size` bytes, *n that length (absent or empty: NULL, NULL,
+ * 0). */
+static int get_list(const json_t *o, const char *name, size_t size, const json_t **a,
+                    void **items, size_t *n, struct ac_err *err)
 {
-    const json_t *v = json_object_get(o, name);
-    *out = NULL;
-    if (!v)
+    *items = NULL;
+    *n = 0;
+    if (get_array(o, name, a, err) == -1)
+        return -1;
+    if (!*a || json_array_size(*a) == 0)
         return 0;
-    if (!json_is_array(v))
-        return ac_etcdw_bad(err, "ETCD_BAD_REPLY", "field '%s' is not a list", name);
-    *out = v;
+    *items = calloc(json_array_size(*a), size);
+    if (!*items)
+        return nomem(err);
+    *n = json_array_size(*a);
     return 0;
 }
 
@@ -319,15 +331,11 @@ static int get_kvs(const json_t *o, const char *name, struct ac_etcd_range_res *
                    struct ac_err *err)
 {
     const json_t *a;
+    void *items;
     size_t i, n;
-    if (get_array(o, name, &a, err) == -1)
+    if (get_list(o, name, sizeof *res->kvs, &a, &items, &n, err) == -1)
         return -1;
-    n = a ? json_array_size(a) : 0;
-    if (n == 0)
-        return 0;
-    res->kvs = calloc(n, sizeof *res->kvs);
-    if (!res->kvs)
-        return nomem(err);
+    res->kvs = items;
     for (i = 0; i < n; i++) {
         if (ac_etcdw_kv(json_array_get(a, i), &res->kvs[i], err) == -1)
             return -1;
@@ -522,17 +530,12 @@ static int get_strings(const json_t *o, const char *name, char ***out, size_t *n
                        struct ac_err *err)
 {
     const json_t *a;
+    void *items;
     size_t i, cnt;
-    *out = NULL;
     *n = 0;
-    if (get_array(o, name, &a, err) == -1)
+    if (get_list(o, name, sizeof **out, &a, &items, &cnt, err) == -1)
         return -1;
-    cnt = a ? json_array_size(a) : 0;
-    if (cnt == 0)
-        return 0;
-    *out = calloc(cnt, sizeof **out);
-    if (!*out)
-        return nomem(err);
+    *out = items;
     for (i = 0; i < cnt; i++) {
         const json_t *s = json_array_get(a, i);
         if (!json_is_string(s))
@@ -549,18 +552,16 @@ int ac_etcdw_members(const json_t *o, struct ac_etcd_member **members, size_t *n
                      struct ac_err *err)
 {
     const json_t *a;
-    struct ac_etcd_member *m = NULL;
+    struct ac_etcd_member *m;
+    void *items;
     size_t i, cnt, done = 0;
     *members = NULL;
     *n = 0;
-    if (get_array(o, "members", &a, err) == -1)
+    if (get_list(o, "members", sizeof *m, &a, &items, &cnt, err) == -1)
         return -1;
-    cnt = a ? json_array_size(a) : 0;
     if (cnt == 0)
         return ac_etcdw_bad(err, "ETCD_BAD_REPLY", "no members");
-    m = calloc(cnt, sizeof *m);
-    if (!m)
-        return nomem(err);
+    m = items;
     for (i = 0; i < cnt; i++, done++) {
         const json_t *mo = json_array_get(a, i), *name;
         if (!json_is_object(mo)) {
@@ -642,7 +643,8 @@ int ac_etcdw_watch_msg(const char *line, size_t len, struct ac_etcdw_watch_msg *
     json_t *o;
     const json_t *r, *a, *reason;
     const char *msg;
-    size_t i, n;
+    void *items = NULL;
+    size_t i, n = 0;
     int rc = -1;
 
     memset(m, 0, sizeof *m);
@@ -665,8 +667,9 @@ int ac_etcdw_watch_msg(const char *line, size_t len, struct ac_etcdw_watch_msg *
         ac_etcdw_bool(r, "created", &m->created, err) == -1 ||
         ac_etcdw_bool(r, "canceled", &m->canceled, err) == -1 ||
         ac_etcdw_int64(r, "compact_revision", &m->compact_revision, err) == -1 ||
-        get_array(r, "events", &a, err) == -1)
+        get_list(r, "events", sizeof *m->ev.events, &a, &items, &n, err) == -1)
         goto out;
+    m->ev.events = items;
     reason = json_object_get(r, "cancel_reason");
     if (reason && !json_is_string(reason)) {
         ac_etcdw_bad(err, "ETCD_BAD_REPLY", "field 'cancel_reason' is not a string");
@@ -677,14 +680,6 @@ int ac_etcdw_watch_msg(const char *line, size_t len, struct ac_etcdw_watch_msg *
     if (m->compact_revision < 0) {
         ac_etcdw_bad(err, "ETCD_BAD_REPLY", "negative compact revision");
         goto out;
-    }
-    n = a ? json_array_size(a) : 0;
-    if (n > 0) {
-        m->ev.events = calloc(n, sizeof *m->ev.events);
-        if (!m->ev.events) {
-            nomem(err);
-            goto out;
-        }
     }
     for (i = 0; i < n; i++) {
         struct ac_etcd_event *e = &m->ev.events[i];
