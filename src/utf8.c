@@ -194,3 +194,40 @@ int ac_utf8_py_error(const char *s, size_t len, int more, size_t *pos,
     }
     return 1;
 }
+
+int ac_utf8_py_escape_error(const char *s, size_t len, char *buf, size_t bufsize)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, chars = 0, start, run = 0;
+
+    while (i < len) {
+        uint32_t cp;
+        size_t n = p[i] < 0x80 ? 1 : ac_utf8_decode(p + i, len - i, &cp);
+        if (n == 0)
+            break;
+        i += n;
+        chars++;
+    }
+    if (i == len)
+        return 0;
+    /* Every byte of each adjacent ill-formed subpart is one surrogate. */
+    start = i;
+    while (i < len) {
+        uint32_t cp;
+        size_t n;
+        if (p[i] < 0x80 || ac_utf8_decode(p + i, len - i, &cp) != 0)
+            break;
+        n = maximal_subpart(p + i, len - i);
+        i += n;
+        run += n;
+    }
+    if (buf && bufsize) {
+        if (run == 1)
+            snprintf(buf, bufsize, "'utf-8' codec can't encode character '\\u%04x' in position %zu: "
+                     "surrogates not allowed", 0xDC00u + p[start], chars);
+        else
+            snprintf(buf, bufsize, "'utf-8' codec can't encode characters in position %zu-%zu: "
+                     "surrogates not allowed", chars, chars + run - 1);
+    }
+    return 1;
+}

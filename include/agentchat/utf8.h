@@ -40,4 +40,14 @@ char *ac_text_from_file(const char *s, size_t len, size_t *outlen);
 int ac_utf8_py_error(const char *s, size_t len, int more, size_t *pos,
                      char *buf, size_t bufsize);
 
+/* The same bytes as Python reads them with errors="surrogateescape" (its
+ * standard input and argv: each byte of an ill-formed sequence becomes one
+ * lone surrogate U+DC80..U+DCFF), then encodes them back to strict UTF-8:
+ * returns 0 when they are valid, else 1 and writes that UnicodeEncodeError
+ * text to buf, e.g. "'utf-8' codec can't encode character '\udcff' in
+ * position 4: surrogates not allowed" or "... characters in position 4-5:
+ * ...", positions counted in characters and the first run of adjacent
+ * escaped bytes reported whole. */
+int ac_utf8_py_escape_error(const char *s, size_t len, char *buf, size_t bufsize);
+
 #endif

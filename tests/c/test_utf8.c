@@ -319,6 +319,39 @@ static void test_py_error(void)
     TAP_INT_EQ((int)strlen(buf), 19, "ac_utf8_py_error: the text is cut to the buffer");
 }
 
+/* ac_utf8_py_escape_error against Python 3.11:
+ * b.decode("utf-8", "surrogateescape").encode("utf-8") and its
+ * UnicodeEncodeError (positions in characters, a run reported whole). */
+static void test_py_escape_error(void)
+{
+    static const struct { const char *name; const char *in; size_t inlen; const char *want; } cases[] = {
+        { "one bad byte", S("bad \xff utf8\n"),
+          "'utf-8' codec can't encode character '\\udcff' in position 4: surrogates not allowed" },
+        { "two adjacent bad bytes", S("bad \xff\xfe x"),
+          "'utf-8' codec can't encode characters in position 4-5: surrogates not allowed" },
+        { "after a 2-byte character", S("\xc3\xa9t\xe9"),
+          "'utf-8' codec can't encode character '\\udce9' in position 2: surrogates not allowed" },
+        { "cut sequence at the end", S("a\xe2\x82"),
+          "'utf-8' codec can't encode characters in position 1-2: surrogates not allowed" },
+        { "cut sequence then ASCII", S("\xe2\x82("),
+          "'utf-8' codec can't encode characters in position 0-1: surrogates not allowed" },
+        { "after a 4-byte character, a surrogate's bytes", S("\xf0\x9f\x98\x80 \xed\xa0\x80"),
+          "'utf-8' codec can't encode characters in position 2-4: surrogates not allowed" },
+        { "bad lead byte before a good character", S("x\xc3\xc3\xa9"),
+          "'utf-8' codec can't encode character '\\udcc3' in position 1: surrogates not allowed" },
+    };
+    size_t i;
+    char buf[160];
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        strcpy(buf, "?");
+        TAP_INT_EQ(ac_utf8_py_escape_error(cases[i].in, cases[i].inlen, buf, sizeof buf), 1,
+                   "ac_utf8_py_escape_error: %s is an error", cases[i].name);
+        TAP_STR_EQ(buf, cases[i].want, "ac_utf8_py_escape_error: %s text", cases[i].name);
+    }
+    TAP_INT_EQ(ac_utf8_py_escape_error(S("ok \xc3\xa9\0nul"), buf, sizeof buf), 0,
+               "ac_utf8_py_escape_error: valid text (NUL included) is no error");
+}
+
 int main(void)
 {
     test_decode_table();
@@ -329,5 +362,6 @@ int main(void)
     test_text_from_file();
     test_text_truncated();
     test_py_error();
+    test_py_escape_error();
     return tap_done();
 }

@@ -72,17 +72,19 @@ function M.text_ok(ctx, value, what)
   return true
 end
 
+-- The file is read as Python reads a text file: strict UTF-8 (else its
+-- decode error) with universal newlines ("\r\n" and a lone "\r" are "\n").
 function M.body_file(args, ctx)
   local data, msg = sys.read_file(args.body_file, BODY_CAP)
   if not data then
     return nil, ctx.fail("could not read body file: " .. msg .. ": " .. py.repr_str(args.body_file),
       "BODY_FILE_UNREADABLE")
   end
-  if not sys.utf8_valid(data) then
-    return nil, ctx.fail("could not read body file: invalid UTF-8 in " .. py.repr_str(args.body_file),
-      "BODY_FILE_UNREADABLE")
+  local bad = sys.utf8_error(data)
+  if bad then
+    return nil, ctx.fail("could not read body file: " .. bad, "BODY_FILE_UNREADABLE")
   end
-  return data
+  return (data:gsub("\r\n?", "\n"))
 end
 
 function M.interval(args, ctx)
