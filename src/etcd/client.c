@@ -254,35 +254,35 @@ static int check_interrupt(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl
 
 CURL *ac_etcd_easy_new(struct ac_etcd *e)
 {
-    CURL *c = curl_easy_init();
+    CURL *c = ac_curl.easy_init();
     if (!c)
         return NULL;
     /* No signals (libcurl's resolver timeout uses SIGALRM otherwise), no
      * redirects, only HTTP(S), HTTP/1.1 (the gateway's JSON streams are
      * plain chunked responses), and keep-alive probes so that a member
      * that vanished without a FIN is noticed on idle connections. */
-    if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+    if (ac_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
 #if LIBCURL_VERSION_NUM >= 0x075500
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
 #else
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) !=
+        ac_curl.easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) !=
             CURLE_OK ||
 #endif
-        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 10L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 5L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_MAXCONNECTS, (long)e->n + 1) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->connect_ms) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, check_interrupt) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK ||
-        (e->ca_file && curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file) != CURLE_OK) ||
-        (e->cert_file && curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert_file) != CURLE_OK) ||
-        (e->key_file && curl_easy_setopt(c, CURLOPT_SSLKEY, e->key_file) != CURLE_OK)) {
-        curl_easy_cleanup(c);
+        ac_curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 10L) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 5L) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_MAXCONNECTS, (long)e->n + 1) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->connect_ms) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, check_interrupt) != CURLE_OK ||
+        ac_curl.easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK ||
+        (e->ca_file && ac_curl.easy_setopt(c, CURLOPT_CAINFO, e->ca_file) != CURLE_OK) ||
+        (e->cert_file && ac_curl.easy_setopt(c, CURLOPT_SSLCERT, e->cert_file) != CURLE_OK) ||
+        (e->key_file && ac_curl.easy_setopt(c, CURLOPT_SSLKEY, e->key_file) != CURLE_OK)) {
+        ac_curl.easy_cleanup(c);
         return NULL;
     }
     return c;
@@ -299,7 +299,7 @@ struct curl_slist *ac_etcd_header_list(const struct ac_etcd *e)
                                          "Grpc-Metadata-hasleader: true" };
     size_t i;
     for (i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
-        t = curl_slist_append(h, fixed[i]);
+        t = ac_curl.slist_append(h, fixed[i]);
         if (!t)
             goto fail;
         h = t;
@@ -309,7 +309,7 @@ struct curl_slist *ac_etcd_header_list(const struct ac_etcd *e)
         if (!line)
             goto fail;
         sprintf(line, "Authorization: %s", e->token);
-        t = curl_slist_append(h, line);
+        t = ac_curl.slist_append(h, line);
         free_secret(line);
         if (!t)
             goto fail;
@@ -317,23 +317,17 @@ struct curl_slist *ac_etcd_header_list(const struct ac_etcd *e)
     }
     return h;
 fail:
-    curl_slist_free_all(h);
+    ac_curl.slist_free_all(h);
     return NULL;
 }
 
 struct ac_etcd *ac_etcd_open(const struct ac_etcd_config *cfg, struct ac_err *err)
 {
-    static int global_done;
     struct ac_etcd *e;
     int tls = cfg->ca_file || cfg->cert_file || cfg->key_file;
 
-    if (!global_done) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            ac_err_set(err, AC_EXIT_GENERAL, "ETCD_NOMEM", "cannot initialise libcurl");
-            return NULL;
-        }
-        global_done = 1;
-    }
+    if (ac_curl_load(err) == -1)
+        return NULL;
     if ((cfg->username == NULL) != (cfg->password == NULL)) {
         ac_err_set(err, AC_EXIT_GENERAL, "ETCD_CONFIG",
                    "etcd authentication needs both a user name and a password");
@@ -372,10 +366,10 @@ struct ac_etcd *ac_etcd_open(const struct ac_etcd_config *cfg, struct ac_err *er
     e->easy = ac_etcd_easy_new(e);
     e->headers = ac_etcd_header_list(e);
     if (!e->easy || !e->headers ||
-        curl_easy_setopt(e->easy, CURLOPT_WRITEFUNCTION, write_reply) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_WRITEDATA, e) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_ERRORBUFFER, e->errbuf) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)e->max_reply) !=
+        ac_curl.easy_setopt(e->easy, CURLOPT_WRITEFUNCTION, write_reply) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_WRITEDATA, e) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_ERRORBUFFER, e->errbuf) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)e->max_reply) !=
             CURLE_OK) {
         nomem(err);
         goto fail;
@@ -393,8 +387,8 @@ void ac_etcd_close(struct ac_etcd *e)
     if (!e)
         return;
     if (e->easy)
-        curl_easy_cleanup(e->easy);
-    curl_slist_free_all(e->headers);
+        ac_curl.easy_cleanup(e->easy);
+    ac_curl.slist_free_all(e->headers);
     for (i = 0; i < e->n; i++)
         free(e->endpoints[i]);
     free_secret(e->username);
@@ -490,7 +484,7 @@ int ac_etcd_tls_refused(CURLcode rc, const char *errbuf)
 /* The curl error as text: the error buffer when it says something. */
 static const char *curl_text(const struct ac_etcd *e, CURLcode rc)
 {
-    return e->errbuf[0] ? e->errbuf : curl_easy_strerror(rc);
+    return e->errbuf[0] ? e->errbuf : ac_curl.easy_strerror(rc);
 }
 
 /* An error answer (4xx/5xx, or an error object in a 200) -> outcome. */
@@ -528,20 +522,20 @@ static enum outcome attempt(struct ac_etcd *e, size_t i, const char *path, const
     e->reply.len = 0;
     e->too_large = 0;
     e->errbuf[0] = '\0';
-    if (curl_easy_setopt(e->easy, CURLOPT_URL, url) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_HTTPHEADER, e->headers) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_TIMEOUT_MS, timeout) != CURLE_OK ||
-        curl_easy_setopt(e->easy, CURLOPT_CONNECTTIMEOUT_MS,
+    if (ac_curl.easy_setopt(e->easy, CURLOPT_URL, url) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_HTTPHEADER, e->headers) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_TIMEOUT_MS, timeout) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_CONNECTTIMEOUT_MS,
                          e->connect_ms < timeout ? e->connect_ms : timeout) != CURLE_OK) {
         nomem(err);
         return OUT_FAIL;
     }
-    rc = curl_easy_perform(e->easy);
-    curl_easy_getinfo(e->easy, CURLINFO_NUM_CONNECTS, &connects);
-    curl_easy_getinfo(e->easy, CURLINFO_REQUEST_SIZE, &sent);
-    curl_easy_getinfo(e->easy, CURLINFO_RESPONSE_CODE, &status);
+    rc = ac_curl.easy_perform(e->easy);
+    ac_curl.easy_getinfo(e->easy, CURLINFO_NUM_CONNECTS, &connects);
+    ac_curl.easy_getinfo(e->easy, CURLINFO_REQUEST_SIZE, &sent);
+    ac_curl.easy_getinfo(e->easy, CURLINFO_RESPONSE_CODE, &status);
     e->connections += (unsigned long)connects;
     if (rc != CURLE_OK) {
         const char *what = curl_text(e, rc);
@@ -644,7 +638,7 @@ static int authenticate(struct ac_etcd *e, int64_t deadline, struct ac_err *err)
         nomem(err);
         goto out;
     }
-    curl_slist_free_all(e->headers);
+    ac_curl.slist_free_all(e->headers);
     e->headers = h;
     req = json_pack("{s:s, s:s}", "name", e->username, "password", e->password);
     if (!req) {
@@ -671,7 +665,7 @@ static int authenticate(struct ac_etcd *e, int64_t deadline, struct ac_err *err)
         nomem(err);
         goto out;
     }
-    curl_slist_free_all(e->headers);
+    ac_curl.slist_free_all(e->headers);
     e->headers = h;
     rc = 0;
 out:

@@ -7,11 +7,11 @@
 #ifndef AGENTCHAT_ETCD_INTERNAL_H
 #define AGENTCHAT_ETCD_INTERNAL_H
 
-#include <curl/curl.h>
 #include <jansson.h>
 
 #include "agentchat/buf.h"
 #include "etcd/client.h"
+#include "etcd/curlapi.h"
 
 struct ac_etcd {
     char *endpoints[AC_ETCD_MAX_ENDPOINTS];

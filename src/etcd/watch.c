@@ -85,7 +85,7 @@ static size_t on_stream_data(char *data, size_t size, size_t n, void *arg)
 static void detach(struct ac_etcd_watch *w)
 {
     if (w->attached) {
-        curl_multi_remove_handle(w->multi, w->easy);
+        ac_curl.multi_remove_handle(w->multi, w->easy);
         w->attached = 0;
     }
 }
@@ -104,7 +104,7 @@ static int start_stream(struct ac_etcd_watch *w, int64_t deadline, struct ac_err
     h = ac_etcd_header_list(e);       /* the token may be new */
     if (!h)
         return nomem(err);
-    curl_slist_free_all(w->headers);
+    ac_curl.slist_free_all(w->headers);
     w->headers = h;
     req = ac_etcdw_watch_req(&w->req, w->next_rev, err);
     if (!req)
@@ -120,16 +120,16 @@ static int start_stream(struct ac_etcd_watch *w, int64_t deadline, struct ac_err
     w->result = CURLE_OK;
     w->errbuf[0] = '\0';
     w->last_data = ac_clock_mono_ns();
-    if (curl_easy_setopt(w->easy, CURLOPT_URL, url) != CURLE_OK ||
-        curl_easy_setopt(w->easy, CURLOPT_POSTFIELDS, w->body) != CURLE_OK ||
-        curl_easy_setopt(w->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(w->body)) !=
+    if (ac_curl.easy_setopt(w->easy, CURLOPT_URL, url) != CURLE_OK ||
+        ac_curl.easy_setopt(w->easy, CURLOPT_POSTFIELDS, w->body) != CURLE_OK ||
+        ac_curl.easy_setopt(w->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(w->body)) !=
             CURLE_OK ||
-        curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->headers) != CURLE_OK ||
-        curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_stream_data) != CURLE_OK ||
-        curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w) != CURLE_OK ||
-        curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, w->errbuf) != CURLE_OK ||
-        curl_easy_setopt(w->easy, CURLOPT_TIMEOUT_MS, 0L) != CURLE_OK ||
-        curl_multi_add_handle(w->multi, w->easy) != CURLM_OK)
+        ac_curl.easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->headers) != CURLE_OK ||
+        ac_curl.easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_stream_data) != CURLE_OK ||
+        ac_curl.easy_setopt(w->easy, CURLOPT_WRITEDATA, w) != CURLE_OK ||
+        ac_curl.easy_setopt(w->easy, CURLOPT_ERRORBUFFER, w->errbuf) != CURLE_OK ||
+        ac_curl.easy_setopt(w->easy, CURLOPT_TIMEOUT_MS, 0L) != CURLE_OK ||
+        ac_curl.multi_add_handle(w->multi, w->easy) != CURLM_OK)
         return nomem(err);
     w->attached = 1;
     return 0;
@@ -141,18 +141,18 @@ static int pump(struct ac_etcd_watch *w, long ms, struct ac_err *err)
 {
     int running = 0, left;
     CURLMsg *m;
-    if (ms > 0 && curl_multi_poll(w->multi, NULL, 0, (int)ms, NULL) != CURLM_OK)
+    if (ms > 0 && ac_curl.multi_poll(w->multi, NULL, 0, (int)ms, NULL) != CURLM_OK)
         return nomem(err);
-    if (curl_multi_perform(w->multi, &running) != CURLM_OK)
+    if (ac_curl.multi_perform(w->multi, &running) != CURLM_OK)
         return nomem(err);
-    while ((m = curl_multi_info_read(w->multi, &left)) != NULL) {
+    while ((m = ac_curl.multi_info_read(w->multi, &left)) != NULL) {
         if (m->msg == CURLMSG_DONE && m->easy_handle == w->easy) {
             long connects = 0;
             w->ended = 1;
             w->result = m->data.result;
             w->status = 0;
-            curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->status);
-            curl_easy_getinfo(w->easy, CURLINFO_NUM_CONNECTS, &connects);
+            ac_curl.easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->status);
+            ac_curl.easy_getinfo(w->easy, CURLINFO_NUM_CONNECTS, &connects);
             w->e->connections += (unsigned long)connects;
         }
     }
@@ -359,7 +359,7 @@ static int stream_ended(struct ac_etcd_watch *w, int64_t deadline, struct ac_err
     if (w->result != CURLE_OK)
         return stream_failed(w, w->result == CURLE_SSL_CONNECT_ERROR ? "ETCD_TLS"
                                                                        : "ETCD_UNAVAILABLE",
-                             w->errbuf[0] ? w->errbuf : curl_easy_strerror(w->result), deadline,
+                             w->errbuf[0] ? w->errbuf : ac_curl.easy_strerror(w->result), deadline,
                              err);
     return stream_failed(w, "ETCD_UNAVAILABLE", "the member closed the stream", deadline, err);
 }
@@ -469,7 +469,7 @@ int ac_etcd_watch_open(struct ac_etcd *e, const struct ac_etcd_watch_req *req,
         elen = req->keys.end_len ? req->keys.end_len : strlen(req->keys.end);
     w->key = malloc(klen + 1);
     w->end = req->keys.end ? malloc(elen + 1) : NULL;
-    w->multi = curl_multi_init();
+    w->multi = ac_curl.multi_init();
     w->easy = ac_etcd_easy_new(e);
     if (!w->key || (req->keys.end && !w->end) || !w->multi || !w->easy) {
         nomem(err);
@@ -539,10 +539,10 @@ void ac_etcd_watch_close(struct ac_etcd_watch *w)
         return;
     detach(w);
     if (w->easy)
-        curl_easy_cleanup(w->easy);
+        ac_curl.easy_cleanup(w->easy);
     if (w->multi)
-        curl_multi_cleanup(w->multi);
-    curl_slist_free_all(w->headers);
+        ac_curl.multi_cleanup(w->multi);
+    ac_curl.slist_free_all(w->headers);
     free(w->body);
     free(w->key);
     free(w->end);

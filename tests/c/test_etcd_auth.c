@@ -109,7 +109,7 @@ static void test_auth(void)
      * one the server does not know; the client must log in again. */
     old_token = ok->token;
     ok->token = strdup("bogus.token.4711");
-    curl_slist_free_all(ok->headers);
+    ac_curl.slist_free_all(ok->headers);
     ok->headers = ac_etcd_header_list(ok);
     rc = ac_etcd_put(ok, "/allowed/c", 0, "z", 1, 0, NULL, 0, &err);
     if (rc)

@@ -486,8 +486,39 @@ static void test_scrub(void)
     ac_etcd_close(e);
 }
 
+/* Whether a libcurl is mapped into this process. */
+static int curl_mapped(void)
+{
+    char line[1024];
+    int found = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "/libcurl"))
+            found = 1;
+    fclose(f);
+    return found;
+}
+
+/* libcurl is loaded by the first client, not by the program that links
+ * the client. */
+static void test_lazy_curl(void)
+{
+    struct ac_etcd_config cfg = AC_ETCD_CONFIG_INIT;
+    struct ac_err err = AC_ERR_INIT;
+    struct ac_etcd *e;
+    TAP_INT_EQ(curl_mapped(), 0, "libcurl is not loaded before a client opens");
+    cfg.endpoints = "127.0.0.1:1";
+    e = ac_etcd_open(&cfg, &err);
+    TAP_OK(e != NULL, "a client opens");
+    TAP_INT_EQ(curl_mapped(), 1, "... and loads libcurl");
+    ac_etcd_close(e);
+}
+
 int main(void)
 {
+    test_lazy_curl();
     test_range_replies();
     test_txn_replies();
     test_watch_messages();
