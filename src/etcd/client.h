@@ -8,7 +8,9 @@
  * gRPC with keys and values in base64 and 64-bit integers as decimal
  * strings. It makes no file-system or other system-state assumption of its
  * own: the only files it names are the TLS files of the configuration,
- * which libcurl reads.
+ * which libcurl reads. libcurl itself is loaded (dlopen) by the first
+ * ac_etcd_open, not linked (src/etcd/curlapi.h says why); without it
+ * ac_etcd_open fails with ETCD_CONFIG.
  *
  * Calling sequence:
  *
@@ -60,7 +62,8 @@
  * every message it builds from a server reply or a libcurl error), and the
  * client never logs anything.
  *
- *   ETCD_CONFIG            bad configuration (endpoint list, options)
+ *   ETCD_CONFIG            bad configuration (endpoint list, options), or
+ *                          no libcurl 4 to load
  *   ETCD_NOMEM             out of memory
  *   ETCD_INTERRUPTED       SIGINT/SIGTERM arrived (ac_clock_interrupted)
  *   ETCD_UNAVAILABLE       no endpoint could be reached before the deadline
