@@ -522,7 +522,33 @@ static void write_journal(const char *chan, const char *phase, const char *op, c
     free(b);
 }
 
+/* A journal in the Python tool's shape with one member replaced. */
+#define JRN(actor, before, phase, target, txid, version) "{\"actor\": " actor ", \"after\": null, " \
+    "\"before\": " before ", \"event\": 7, \"operation\": \"unlock\", \"phase\": " phase ", " \
+    "\"target\": " target ", \"transaction_id\": " txid ", \"version\": " version "}"
+#define JA "\"x\""
+#define JT "\"e0e1e2e3e4e5e6e7e8e9eaebecedeeef.json\""
+#define JX "\"t\""
+
 static const struct { const char *name, *text, *msg; } bad_journals[] = {
+    { "version \"1\"", JRN(JA, "null", "\"prepared\"", JT, JX, "\"1\""),
+      "transaction marker has an unsupported shape" },
+    { "version false", JRN(JA, "null", "\"prepared\"", JT, JX, "false"),
+      "transaction marker has an unsupported shape" },
+    { "an unsafe transaction id", JRN(JA, "null", "\"prepared\"", JT, "\"a b\"", "1"),
+      "transaction marker has an unsupported shape" },
+    { "a transaction id that is a number", JRN(JA, "null", "\"prepared\"", JT, "5", "1"),
+      "transaction marker has an unsupported shape" },
+    { "an actor that is not a string", JRN("null", "null", "\"prepared\"", JT, JX, "1"),
+      "transaction marker has an unsupported shape" },
+    { "a target under another directory", JRN(JA, "null", "\"prepared\"",
+      "\"tasks/e0e1e2e3e4e5e6e7e8e9eaebecedeeef.json\"", JX, "1"),
+      "transaction target is not a lock record filename" },
+    { "a target that is not .json", JRN(JA, "null", "\"prepared\"", "\"e0.txt\"", JX, "1"),
+      "transaction target is not a lock record filename" },
+    { "bad base64 in previous_bytes", "{\"actor\": \"x\", \"after\": null, \"before\": null, "
+      "\"event\": 7, \"operation\": \"unlock\", \"phase\": \"prepared\", \"previous_bytes\": \"Q\", "
+      "\"target\": " JT ", \"transaction_id\": \"t\", \"version\": 2}", "transaction bytes are not valid base64" },
     { "version 3", "{\"version\": 3}", "transaction marker has an unsupported shape" },
     { "not json", "not json\n",
       "could not read transaction marker: Expecting value: line 1 column 1 (char 0)" },
@@ -535,7 +561,7 @@ static const struct { const char *name, *text, *msg; } bad_journals[] = {
       "\"version\": 1}", "transaction marker has an unsupported shape" },
     { "before is a number", "{\"actor\": \"x\", \"after\": null, \"before\": 5, \"event\": "
       "\"path.locked\", \"operation\": \"lock\", \"phase\": \"prepared\", \"target\": \"a.json\", "
-      "\"transaction_id\": \"t\", \"version\": 1}", "transaction marker has an unsupported shape" },
+      "\"transaction_id\": \"t\", \"version\": 1}", "transaction bytes must be base64 text" },
     { "escaping target", "{\"actor\": \"x\", \"after\": null, \"before\": null, \"event\": "
       "\"path.lock.unlocked\", \"operation\": \"unlock\", \"phase\": \"prepared\", \"target\": "
       "\"../escape.json\", \"transaction_id\": \"t\", \"version\": 1}",
@@ -591,6 +617,31 @@ static void test_journals(void)
         TAP_OK(ac_pathlock_recover_pending(ch, "x", AC_RESOLVE_AUTO, &info, &e2) == -1 &&
                strcmp(e2.msg, bad_journals[i].msg) == 0, "journal %s: recover-pending too",
                bad_journals[i].name);
+    }
+
+    /* Accepted shapes: version 2, 1.0 or true, a "locks\\" target, any
+     * event; an unsafe actor is an owner error. */
+    {
+        static const char *const good[] = {
+            JRN(JA, "null", "\"prepared\"", JT, JX, "2"),
+            JRN(JA, "null", "\"prepared\"", JT, JX, "1.0"),
+            JRN(JA, "null", "\"prepared\"", JT, JX, "true"),
+            JRN(JA, "null", "\"prepared\"", "\"locks\\\\e0e1e2e3e4e5e6e7e8e9eaebecedeeef.json\"", JX, "1"),
+        };
+        struct ac_err e = AC_ERR_INIT;
+        for (i = 0; i < COUNT(good); i++) {
+            t_write(chan_path("lj", "locks/.path-lock-transaction.json"), good[i]);
+            TAP_OK(ac_pathlock_check(ch, p, 1, NULL, &l, &e) == -1 &&
+                   strcmp(e.code, "PATH_LOCK_TRANSACTION_PENDING") == 0, "journal shape %zu is pending", i);
+            TAP_OK(ac_pathlock_recover_pending(ch, "x", AC_RESOLVE_AUTO, &info, &e) == 0 &&
+                   info.outcome == AC_PENDING_ROLLED_BACK, "and rolled back (%s)", e.msg);
+        }
+        t_write(chan_path("lj", "locks/.path-lock-transaction.json"),
+                JRN("\"a b\"", "null", "\"prepared\"", JT, JX, "1"));
+        TAP_OK(ac_pathlock_check(ch, p, 1, NULL, &l, &e) == -1 &&
+               strcmp(e.code, "PATH_LOCK_INVALID_OWNER") == 0 &&
+               strcmp(e.msg, "actor must be a safe identity") == 0, "an unsafe actor: %s", e.msg);
+        unlink(chan_path("lj", "locks/.path-lock-transaction.json"));
     }
 
     /* prepared lock: pending for everyone; resolution refused; rolled back. */
