@@ -15,6 +15,11 @@
 #include "agentchat/pathnorm.h"
 #include "agentchat/pyjson.h"
 #include "agentchat/pystr.h"
+#include "agentchat/taskrec.h"
+#include "agentchat/utf8.h"
+
+/* PATH_LOCK_* errors: the one setter of err.h (exit 1). */
+#define ac_pl_err ac_err_code
 
 /* json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) */
 static const struct ac_json_style record_style = { 2, 0, 1, ",", ": " };
@@ -70,20 +75,6 @@ int ac_lockrec_expired(const struct ac_lockrec *r, int64_t now_us)
     return r->expires_us <= now_us;
 }
 
-/* A string member, or NULL when absent/null; *bad when present but not a
- * string without NUL bytes. */
-static const char *member_str(const json_t *obj, const char *key, int *bad)
-{
-    const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-        *bad = 1;
-        return NULL;
-    }
-    return json_string_value(v);
-}
-
 int ac_pathlock_path_canonical(const char *p)
 {
     const char *s;
@@ -106,133 +97,204 @@ int ac_pathlock_path_canonical(const char *p)
 
 static int bad_record(struct ac_err *err, const char *msg)
 {
-    return ac_err_code(err, "PATH_LOCK_INVALID_RECORD", "%s", msg);
+    return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "%s", msg);
 }
 
-/* Two timestamps stored under an alias must agree. Returns the value to
- * use (NULL if neither), *bad on disagreement or a wrong type. */
-static const char *aliased(const json_t *obj, const char *key, const char *alias, int *bad,
-                           int *disagree)
+/* The Python tool's _is_forbidden_text_character over a whole string:
+ * C0, DEL, C1 (and a NUL inside the JSON string). */
+static int forbidden_text(const json_t *v)
 {
-    int b1 = 0, b2 = 0;
-    const char *a = member_str(obj, key, &b1), *b = member_str(obj, alias, &b2);
-    if (b1 || b2) {
-        *bad = 1;
-        return NULL;
+    const unsigned char *p = (const unsigned char *)json_string_value(v);
+    size_t len = json_string_length(v), i = 0;
+    while (i < len) {
+        uint32_t cp = p[i];
+        size_t n = 1;
+        if (p[i] >= 0x80 && (n = ac_utf8_decode(p + i, len - i, &cp)) == 0)
+            return 1;
+        if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            return 1;
+        i += n;
     }
-    if (a && b && strcmp(a, b) != 0)
-        *disagree = 1;
-    return a ? a : b;
+    return 0;
 }
 
+/* A safe identity ([A-Za-z0-9][A-Za-z0-9._-]*) as a JSON string. */
+static int identity_value(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) != json_string_length(v) || !*s)
+        return 0;
+    return ac_safe_name(s);
+}
+
+/* A timestamp field (_timestamp): a string datetime.fromisoformat()
+ * reads with an offset; *us its instant. */
+static int record_time(const json_t *v, const char *field, int64_t *us, struct ac_err *err)
+{
+    const char *s = json_string_value(v);
+    int flags = 0;
+    if (!s || ac_isotime_parse(s, json_string_length(v), us, &flags) == -1 ||
+        !(flags & AC_ISOTIME_HAS_OFFSET))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_TIMESTAMP", "%s must be an ISO-8601 string", field);
+    return 0;
+}
+
+/* The value of `key`, else of its alias (data.get(key, data.get(alias))). */
+static const json_t *with_alias(const json_t *o, const char *key, const char *alias)
+{
+    const json_t *v = json_object_get(o, key);
+    return v ? v : json_object_get(o, alias);
+}
+
+/* LockedPath.from_dict() of one entry of "paths". */
+static int check_path_entry(const json_t *item, struct ac_err *err)
+{
+    static const char *const fields[] = { "normalized_path", "display_path", "kind" };
+    const json_t *np, *dp, *kind;
+    const char *key;
+    json_t *v;
+    size_t i;
+
+    if (!json_is_object(item) || ac_pyjson_is_nonfinite(item))
+        return bad_record(err, "lock path must be an object");
+    json_object_foreach((json_t *)item, key, v) {
+        for (i = 0; i < 3 && strcmp(key, fields[i]) != 0; i++)
+            ;
+        if (i == 3)
+            return bad_record(err, "lock path contains unknown fields");
+    }
+    for (i = 0; i < 3; i++)
+        if (!json_object_get(item, fields[i]))
+            return bad_record(err, "lock path is missing required fields");
+    np = json_object_get(item, "normalized_path");
+    dp = json_object_get(item, "display_path");
+    kind = json_object_get(item, "kind");
+    if (!json_is_string(np) || json_string_length(np) == 0)
+        return bad_record(err, "normalized_path must be non-empty text");
+    if (forbidden_text(np))
+        return bad_record(err, "normalized_path contains a forbidden control character");
+    if (!ac_pathlock_path_canonical(json_string_value(np)))
+        return bad_record(err, "normalized_path is not workspace-relative");
+    if (!json_is_string(dp) || json_string_length(dp) == 0 || forbidden_text(dp))
+        return bad_record(err, "display_path must be safe non-empty text");
+    if (!json_is_string(kind) || (strcmp(json_string_value(kind), "file") != 0 &&
+                                  strcmp(json_string_value(kind), "directory") != 0))
+        return bad_record(err, "path kind must be file or directory");
+    return 0;
+}
+
+/* PathLockRecord.from_dict() and the checks of _read_record, in the
+ * Python tool's order (the first problem is the error). */
 static int parse_record(const char *data, size_t len, const char *filename,
                         const char *channel, struct ac_lockrec *out, struct ac_err *err)
 {
-    static const char *const required[] = { "lock_id", "channel", "owner", "locked_at",
-                                            "updated_at", "paths", NULL };
-    char msg[AC_PYJSON_MSG_MAX], stem[256], shown_a[600], shown_b[600];
-    const char *lock_id, *chan, *owner, *expires, *prev_owner, *prev_expires, *reason,
-               *locked_at, *updated_at;
+    static const char *const fields[] = { "lock_id", "channel", "owner", "paths", "expires_at",
+                                           "locked_at", "updated_at", "previous_owner",
+                                           "previous_expires_at", "recovery_reason",
+                                           "lease_expires_at", "previous_lease_expires_at", NULL };
+    char msg[AC_PYJSON_MSG_MAX], shown_a[600], shown_b[600];
+    const json_t *expires, *prev_owner, *prev_expires, *reason, *v;
     json_t *root, *paths, *item;
-    size_t flen = strlen(filename), i;
-    int bad = 0, disagree = 0, flags = 0;
+    const char *key;
+    size_t flen = strlen(filename), i, k;
     int64_t us;
 
     memset(out, 0, sizeof *out);
     root = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
     if (!root)
-        return ac_err_code(err, "PATH_LOCK_INVALID_RECORD", "could not read lock record %s: %s",
+        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "could not read lock record %s: %s",
                          filename, msg);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return bad_record(err, "lock record must be a JSON object");
-    }
     out->json = root;
-    for (i = 0; required[i]; i++)
-        if (!json_object_get(root, required[i]))
-            goto missing;
-    if (!json_object_get(root, "expires_at") && !json_object_get(root, "lease_expires_at"))
-        goto missing;
-
-    lock_id = member_str(root, "lock_id", &bad);
-    snprintf(stem, sizeof stem, "%.*s", (int)(flen > 5 ? flen - 5 : 0), filename);
-    if (bad || !lock_id || strcmp(lock_id, stem) != 0)
-        return ac_err_code(err, "PATH_LOCK_INVALID_RECORD", "lock id does not match filename '%s'",
-                         filename);
-
-    chan = member_str(root, "channel", &bad);
-    if (bad || !chan || strcmp(chan, channel) != 0) {
-        if (bad || !chan)
-            return bad_record(err, "lock channel must be a string");
-        ac_py_repr(chan, shown_a, sizeof shown_a);
+    if (!json_is_object(root) || ac_pyjson_is_nonfinite(root))
+        return bad_record(err, "lock record must be an object");
+    for (i = 0; i < 7; i++)
+        if (!json_object_get(root, fields[i]) &&
+            !(i == 4 && json_object_get(root, "lease_expires_at")))
+            return bad_record(err, "lock record is missing required fields");
+    json_object_foreach(root, key, v) {
+        for (k = 0; fields[k] && strcmp(key, fields[k]) != 0; k++)
+            ;
+        if (!fields[k])
+            return bad_record(err, "lock record contains unknown fields");
+    }
+    if (json_object_get(root, "expires_at") && json_object_get(root, "lease_expires_at") &&
+        !json_equal(json_object_get(root, "expires_at"), json_object_get(root, "lease_expires_at")))
+        return bad_record(err, "expires_at and lease_expires_at aliases disagree");
+    if (json_object_get(root, "previous_expires_at") && json_object_get(root, "previous_lease_expires_at") &&
+        !json_equal(json_object_get(root, "previous_expires_at"),
+                    json_object_get(root, "previous_lease_expires_at")))
+        return bad_record(err, "previous expiry aliases disagree");
+    paths = json_object_get(root, "paths");
+    if (!json_is_array(paths))
+        return bad_record(err, "lock paths must be an array");
+    json_array_foreach(paths, i, item)
+        if (check_path_entry(item, err) == -1)
+            return -1;
+    if (!identity_value(json_object_get(root, "lock_id")))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_LOCK_ID", "lock_id must be a safe identity");
+    if (!identity_value(json_object_get(root, "channel")))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_CHANNEL", "channel must be a safe identity");
+    if (!identity_value(json_object_get(root, "owner")))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_OWNER", "owner must be a safe identity");
+    if (json_array_size(paths) == 0)
+        return bad_record(err, "lock must contain at least one path");
+    expires = with_alias(root, "expires_at", "lease_expires_at");
+    if (record_time(expires, "expires_at", &out->expires_us, err) == -1 ||
+        record_time(json_object_get(root, "locked_at"), "locked_at", &us, err) == -1 ||
+        record_time(json_object_get(root, "updated_at"), "updated_at", &us, err) == -1)
+        return -1;
+    prev_owner = json_object_get(root, "previous_owner");
+    if (prev_owner && !json_is_null(prev_owner) && !identity_value(prev_owner))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_OWNER", "previous_owner must be a safe identity");
+    prev_expires = with_alias(root, "previous_expires_at", "previous_lease_expires_at");
+    if (prev_expires && !json_is_null(prev_expires) &&
+        record_time(prev_expires, "previous_expires_at", &us, err) == -1)
+        return -1;
+    reason = json_object_get(root, "recovery_reason");
+    if (reason && !json_is_null(reason)) {
+        size_t start, end;
+        const char *r = json_string_value(reason);
+        if (r)
+            ac_py_strip(r, json_string_length(reason), &start, &end);
+        if (!r || start >= end)
+            return ac_pl_err(err, "PATH_LOCK_INVALID_REASON", "recovery reason must not be empty");
+        if (forbidden_text(reason))
+            return ac_pl_err(err, "PATH_LOCK_INVALID_REASON",
+                             "recovery reason contains a forbidden control character");
+    }
+    {
+        int a = prev_owner && !json_is_null(prev_owner), b = prev_expires && !json_is_null(prev_expires),
+            c = reason && !json_is_null(reason);
+        if ((a || b || c) && !(a && b && c))
+            return bad_record(err, "previous owner, expiry, and recovery reason must be recorded together");
+    }
+    if (strcmp(json_string_value(json_object_get(root, "channel")), channel) != 0) {
+        ac_py_repr(json_string_value(json_object_get(root, "channel")), shown_a, sizeof shown_a);
         ac_py_repr(channel, shown_b, sizeof shown_b);
-        return ac_err_code(err, "PATH_LOCK_INVALID_RECORD", "lock channel %s does not match %s",
+        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "lock channel %s does not match %s",
                          shown_a, shown_b);
     }
-    owner = member_str(root, "owner", &bad);
-    if (bad || !owner || !*owner)
-        return bad_record(err, "lock owner must be a non-empty string");
-    locked_at = member_str(root, "locked_at", &bad);
-    updated_at = member_str(root, "updated_at", &bad);
-    if (bad || !locked_at || !updated_at)
-        return bad_record(err, "lock timestamps must be strings");
-
-    expires = aliased(root, "expires_at", "lease_expires_at", &bad, &disagree);
-    if (bad || !expires)
-        return bad_record(err, "lock expiry must be a string");
-    if (disagree)
-        return bad_record(err, "expires_at and lease_expires_at disagree");
-    if (ac_isotime_parse(expires, strlen(expires), &us, &flags) == -1 ||
-        !(flags & AC_ISOTIME_HAS_OFFSET))
-        return bad_record(err, "expires_at must include an explicit UTC offset");
-    out->expires_us = us;
-
-    prev_owner = member_str(root, "previous_owner", &bad);
-    reason = member_str(root, "recovery_reason", &bad);
-    prev_expires = aliased(root, "previous_expires_at", "previous_lease_expires_at", &bad,
-                           &disagree);
-    if (bad || !((prev_owner && prev_expires && reason) || (!prev_owner && !prev_expires && !reason)))
-        return bad_record(err,
-                          "previous owner, expiry, and recovery reason must be recorded together");
-    if (disagree)
-        return bad_record(err,
-                          "previous_expires_at and previous_lease_expires_at disagree");
-
-    paths = json_object_get(root, "paths");
-    if (!json_is_array(paths) || json_array_size(paths) == 0)
-        return bad_record(err, "lock paths must be a non-empty list");
-    json_array_foreach(paths, i, item) {
-        const char *disp, *norm, *kind;
-        int pbad = 0;
-        if (!json_is_object(item) || !json_object_get(item, "display_path") ||
-            !json_object_get(item, "normalized_path") || !json_object_get(item, "kind"))
-            goto missing;
-        disp = member_str(item, "display_path", &pbad);
-        norm = member_str(item, "normalized_path", &pbad);
-        kind = member_str(item, "kind", &pbad);
-        if (pbad || !disp || !norm || !kind)
-            return bad_record(err, "lock path entries must hold strings");
-        if (!ac_pathlock_path_canonical(norm))
-            return bad_record(err, "normalized_path is not workspace-relative");
-        if (strcmp(kind, "file") != 0 && strcmp(kind, "directory") != 0)
-            return bad_record(err, "path kind must be file or directory");
+    if (flen <= 5 || strlen(json_string_value(json_object_get(root, "lock_id"))) != flen - 5 ||
+        strncmp(json_string_value(json_object_get(root, "lock_id")), filename, flen - 5) != 0) {
+        ac_py_repr(filename, shown_a, sizeof shown_a);
+        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "lock id does not match filename %s", shown_a);
     }
 
     /* Valid: the fields point into out->json, which the record keeps
      * (50 records are read by every command: no copies). */
     out->paths = calloc(json_array_size(paths), sizeof *out->paths);
     if (!out->paths)
-        goto oom;
+        return ac_err_sys(err, ENOMEM, NULL, "could not read lock record %s", filename);
     out->borrowed = 1;
-    out->lock_id = (char *)lock_id;
-    out->channel = (char *)chan;
-    out->owner = (char *)owner;
-    out->expires_at = (char *)expires;
-    out->locked_at = (char *)locked_at;
-    out->updated_at = (char *)updated_at;
-    out->previous_owner = (char *)prev_owner;
-    out->previous_expires_at = (char *)prev_expires;
-    out->recovery_reason = (char *)reason;
+    out->lock_id = (char *)json_string_value(json_object_get(root, "lock_id"));
+    out->channel = (char *)json_string_value(json_object_get(root, "channel"));
+    out->owner = (char *)json_string_value(json_object_get(root, "owner"));
+    out->expires_at = (char *)json_string_value(expires);
+    out->locked_at = (char *)json_string_value(json_object_get(root, "locked_at"));
+    out->updated_at = (char *)json_string_value(json_object_get(root, "updated_at"));
+    out->previous_owner = (char *)json_string_value(prev_owner);
+    out->previous_expires_at = (char *)json_string_value(prev_expires);
+    out->recovery_reason = (char *)json_string_value(reason);
     json_array_foreach(paths, i, item) {
         struct ac_lockpath *p = &out->paths[out->npaths++];
         p->display = (char *)json_string_value(json_object_get(item, "display_path"));
@@ -240,11 +302,6 @@ static int parse_record(const char *data, size_t len, const char *filename,
         p->is_dir = strcmp(json_string_value(json_object_get(item, "kind")), "directory") == 0;
     }
     return 0;
-
-missing:
-    return bad_record(err, "lock record is missing required fields");
-oom:
-    return ac_err_sys(err, ENOMEM, NULL, "could not read lock record %s", filename);
 }
 
 int ac_lockrec_parse(const char *data, size_t len, const char *filename,

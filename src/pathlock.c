@@ -4,21 +4,27 @@
  * lockrec.c's; the journal is the store's (a batch, src/fs/journal.c on
  * the folder).
  *
- * Every operation runs as one session: validate the arguments (no I/O, so
- * a refused request writes nothing, not even the mutex file), take the
- * store's mutex (.path-locks.lock), refuse while a change is pending, read
- * and validate every record, decide, and (for a mutation) commit one batch.
- * Records are read again on every command: the store is the only state,
- * and the Python tool may have changed it in between.
+ * Every operation runs as one session: validate the arguments that need
+ * no record (no change, so a refused request writes nothing, not even the
+ * mutex), take the store's mutex (.path-locks.lock), refuse while a change
+ * is pending, read and validate the records the operation reads, decide,
+ * and (for a mutation) commit one batch. Records are read again on every
+ * command: the store is the only state, and the Python tool may have
+ * changed it in between.
  *
- * Order of the checks, where the Python tool's order is observable:
- * owner, reason, duration, paths (lexical rules, then resolution), overlap
- * within the request; then the journal, the records, the conflicts.
+ * The order of the checks is the Python tool's (path_locks.py), so that a
+ * request with several problems gets the same first error from both:
+ *   lock     owner, paths (each, then its overlap with the ones before),
+ *            journal, records, conflicts, duration
+ *   check    paths, owner, journal, records
+ *   unlock   owner, journal, target (a lock id alone, or every *.json for
+ *            a path), holder
+ *   recover  owner, reason, journal, target, expiry, records (conflicts
+ *            with the other locks), duration
  */
 #include "agentchat/pathlock.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +40,6 @@
 
 /* PATH_LOCK_* errors: the one setter of err.h (exit 1). */
 #define ac_pl_err ac_err_code
-
-/* The last instant whose local isoformat() still has a 4-digit year (a
- * day of margin for any UTC offset): Python's datetime stops at 9999. */
-#define MAX_EXPIRY_US INT64_C(253402214400000000)
 
 /* ---------------------------------------------------------- validation */
 
@@ -57,13 +59,14 @@ int ac_pathlock_check_owner(const char *owner, const char *what, struct ac_err *
 
 int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err)
 {
-    double d;
-    if (!(seconds > 0) || isinf(seconds))   /* 0, negative, nan, inf */
+    int64_t now = ac_isotime_now_us(), at;
+    int rc = ac_isotime_expiry(now, seconds, &at);
+    if (rc == -1)
         return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION", "lock duration must be positive");
-    d = nearbyint(seconds * 1e6);           /* timedelta rounds half to even */
-    if (d > (double)(MAX_EXPIRY_US - ac_isotime_now_us()))
-        return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION", "lock duration is out of range");
-    *us = (int64_t)d;
+    if (rc == -2)
+        return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION",
+                         "lock duration is outside the supported timestamp range");
+    *us = at - now;
     return 0;
 }
 
@@ -106,8 +109,10 @@ int ac_pathlock_normalize(struct ac_chan *ch, const char *path, struct ac_lockpa
     return 0;
 }
 
-/* Normalize a request's paths; refuse overlaps inside it. */
-static int normalize_all(struct ac_chan *ch, const char *const *paths, size_t n, int within,
+/* Normalize a request's paths in order (normalize_paths): each path is
+ * checked, then compared with the ones before it, so an overlap is found
+ * before a later path's own problem. */
+static int normalize_all(struct ac_chan *ch, const char *const *paths, size_t n,
                          struct ac_lockpath **out, struct ac_err *err)
 {
     struct ac_lockpath *v;
@@ -120,14 +125,13 @@ static int normalize_all(struct ac_chan *ch, const char *const *paths, size_t n,
     for (i = 0; i < n; i++) {
         if (ac_pathlock_normalize(ch, paths[i], &v[i], err) == -1)
             goto fail;
-    }
-    for (i = 0; within && i < n; i++)
-        for (j = i + 1; j < n; j++)
+        for (j = 0; j < i; j++)
             if (ac_pathlock_overlaps(v[i].normalized, v[j].normalized)) {
                 ac_pl_err(err, "PATH_LOCK_CONFLICT",
                           "requested paths overlap within one lock request");
                 goto fail;
             }
+    }
     *out = v;
     return 0;
 fail:
@@ -196,33 +200,45 @@ static int record_os_error(struct session *s, const char *id, int e, struct ac_e
                      id, e, strerror(e), shown);
 }
 
-/* Read and validate every record, in file name order. */
+/* Read and validate record `r` (as scanned or read) into *out. */
+static int load_one(struct session *s, const struct ac_record *r, struct ac_lockrec *out,
+                    struct ac_err *err)
+{
+    char file[300];
+    memset(out, 0, sizeof *out);
+    if (!r->data)
+        return record_os_error(s, r->name, r->sys_errno ? r->sys_errno : EIO, err);
+    snprintf(file, sizeof file, "%s.json", r->name);
+    return ac_lockrec_parse(r->data, r->len, file, s->ch->name, out, err);
+}
+
+/* The records of locks/ (with AC_SCAN_HIDDEN every "*.json"), sorted. */
+static int scan_locks(struct session *s, int flags, struct ac_recset *set, struct ac_err *err)
+{
+    struct ac_err serr = AC_ERR_INIT;
+    if (ac_chan_rec_scan(s->ch, AC_LOCKS, NULL, flags, set, &serr) == -1)
+        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL, "could not %s %s/",
+                          serr.sys_errno == ENOMEM ? "list" : "open", AC_PATHLOCK_DIR);
+    return 0;
+}
+
+/* Read and validate every record (_read_all), in file name order. */
 static int session_load(struct session *s, struct ac_locklist *out, struct ac_err *err)
 {
     struct ac_recset set;
-    struct ac_err serr = AC_ERR_INIT;
     size_t i;
 
     out->v = NULL;
     out->n = 0;
-    if (ac_chan_rec_scan(s->ch, AC_LOCKS, NULL, 0, &set, &serr) == -1)
-        return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL, "could not %s %s/",
-                          serr.sys_errno == ENOMEM ? "list" : "open", AC_PATHLOCK_DIR);
+    if (scan_locks(s, 0, &set, err) == -1)
+        return -1;
     out->v = calloc(set.n ? set.n : 1, sizeof *out->v);
     if (!out->v) {
         ac_recset_free(&set);
         return ac_err_sys(err, ENOMEM, NULL, "could not read lock records");
     }
     for (i = 0; i < set.n; i++) {
-        const struct ac_record *r = &set.v[i];
-        char file[300];
-        int ok;
-        snprintf(file, sizeof file, "%s.json", r->name);
-        if (!r->data)
-            ok = record_os_error(s, r->name, r->sys_errno, err) == 0;
-        else
-            ok = ac_lockrec_parse(r->data, r->len, file, s->ch->name, &out->v[out->n], err) == 0;
-        if (ok) {
+        if (load_one(s, &set.v[i], &out->v[out->n], err) == 0) {
             out->n++;
         } else if (!s->lenient) {
             ac_recset_free(&set);
@@ -236,65 +252,112 @@ static int session_load(struct session *s, struct ac_locklist *out, struct ac_er
     return 0;
 }
 
-/* The record named by `target`: its lock id, else a path equal (once
- * normalized) to one of its normalized paths. */
-static int find_target(struct session *s, const struct ac_locklist *l, const char *target,
-                       size_t *idx, struct ac_err *err)
+/* The record named by `target` (_find_target): a lock id whose record
+ * exists is read alone; anything else is taken as a path (one that cannot
+ * be normalized matches nothing) and every "*.json" of locks/ is read and
+ * compared, a bad one failing the command. *out is owned by the caller. */
+static int find_target(struct session *s, const char *target, struct ac_lockrec *out,
+                       struct ac_err *err)
 {
     struct ac_lockpath lp;
     struct ac_err ignored = AC_ERR_INIT;
+    struct ac_lockrec rec;
+    struct ac_recset set = { NULL, 0 };
+    struct ac_record r;
     char shown[AC_ERR_MSG_MAX];
     size_t i, j, hits = 0;
+    int rc = -1;
 
-    for (i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].lock_id, target) == 0) {
-            *idx = i;
-            return 0;
+    memset(out, 0, sizeof *out);
+    if (strlen(target) < 250 && ac_pathlock_check_owner(target, "x", NULL) == 0) {
+        if (ac_chan_rec_read(s->ch, AC_LOCKS, target, &r, NULL) == 0 ||
+            (r.sys_errno != ENOENT && r.sys_errno != ENAMETOOLONG)) {
+            rc = load_one(s, &r, out, err);
+            ac_record_free(&r);
+            return rc;
         }
+        ac_record_free(&r);
+    }
     ac_err_quote(shown, sizeof shown, target, 900);
-    if (ac_pathlock_normalize(s->ch, target, &lp, &ignored) == 0) {
-        for (i = 0; i < l->n; i++)
-            for (j = 0; j < l->v[i].npaths; j++)
-                if (strcmp(l->v[i].paths[j].normalized, lp.normalized) == 0) {
-                    if (hits++ == 0)
-                        *idx = i;
-                    break;
-                }
-        ac_lockpath_free(&lp);
+    if (ac_pathlock_normalize(s->ch, target, &lp, &ignored) == -1)
+        return ac_pl_err(err, "PATH_LOCK_NOT_FOUND", "lock record does not exist: %s", shown);
+    if (scan_locks(s, AC_SCAN_HIDDEN, &set, err) == -1)
+        goto out;
+    for (i = 0; i < set.n; i++) {
+        if (load_one(s, &set.v[i], &rec, err) == -1) {
+            ac_lockrec_free(&rec);
+            goto out;
+        }
+        for (j = 0; j < rec.npaths && strcmp(rec.paths[j].normalized, lp.normalized) != 0; j++)
+            ;
+        if (j < rec.npaths && hits++ == 0) {
+            *out = rec;
+            continue;
+        }
+        ac_lockrec_free(&rec);
     }
     if (hits == 0)
-        return ac_pl_err(err, "PATH_LOCK_NOT_FOUND", "lock record does not exist: %s", shown);
-    if (hits > 1)
-        return ac_pl_err(err, "PATH_LOCK_CONFLICT",
-                         "path target matches multiple lock records: %s", shown);
+        ac_pl_err(err, "PATH_LOCK_NOT_FOUND", "lock record does not exist: %s", shown);
+    else if (hits > 1)
+        ac_pl_err(err, "PATH_LOCK_CONFLICT", "path target matches multiple lock records: %s", shown);
+    else
+        rc = 0;
+out:
+    if (rc == -1)
+        ac_lockrec_free(out);
+    ac_lockpath_free(&lp);
+    ac_recset_free(&set);
+    return rc;
+}
+
+/* The records of `l` (but `skip`) whose paths overlap lp[0..n), raised as
+ * the Python tool's _raise_conflict: RECOVERY_REQUIRED when any of the
+ * overlapping records has expired, else CONFLICT. */
+static int conflicts(const struct ac_locklist *l, const struct ac_lockpath *lp, size_t n,
+                     const char *skip, const char *what, struct ac_err *err)
+{
+    int64_t now = ac_isotime_now_us();
+    size_t i, j, k;
+    int hit = 0, expired = 0;
+    for (i = 0; i < l->n; i++) {
+        int over = 0;
+        if (skip && strcmp(l->v[i].lock_id, skip) == 0)
+            continue;
+        for (j = 0; j < l->v[i].npaths && !over; j++)
+            for (k = 0; k < n && !over; k++)
+                over = ac_pathlock_overlaps(l->v[i].paths[j].normalized, lp[k].normalized);
+        if (over) {
+            hit = 1;
+            expired |= ac_lockrec_expired(&l->v[i], now);
+        }
+    }
+    if (expired)
+        return ac_pl_err(err, "PATH_LOCK_RECOVERY_REQUIRED",
+                         "%s overlaps an expired lock; recover it explicitly", what);
+    if (hit)
+        return ac_pl_err(err, "PATH_LOCK_CONFLICT", "%s overlaps an active lock", what);
     return 0;
 }
 
 /* Move record i out of the list. */
 static void take(struct ac_locklist *l, size_t i, struct ac_lockrec *out)
 {
-    if (out)
-        *out = l->v[i];
-    else
-        ac_lockrec_free(&l->v[i]);
+    *out = l->v[i];
     memset(&l->v[i], 0, sizeof l->v[i]);
 }
 
-/* The session of unlock and recover: the mutex taken, nothing pending, the
- * records loaded, and the one `target` names moved into *rec. 0, or -1
- * with err (the session is closed again). */
+/* The session of unlock and recover: the mutex taken, nothing pending, and
+ * the record `target` names in *rec. 0, or -1 with err (the session is
+ * closed again). */
 static int target_session(struct session *s, struct ac_chan *ch, const char *target,
-                          struct ac_locklist *l, struct ac_lockrec *rec, struct ac_err *err)
+                          struct ac_lockrec *rec, struct ac_err *err)
 {
-    size_t idx = 0;
     if (session_open(s, ch, err) == -1)
         return -1;
-    if (session_gate(s, err) == -1 || session_load(s, l, err) == -1 ||
-        find_target(s, l, target, &idx, err) == -1) {
+    if (session_gate(s, err) == -1 || find_target(s, target, rec, err) == -1) {
         session_close(s);
         return -1;
     }
-    take(l, idx, rec);
     return 0;
 }
 
@@ -386,7 +449,7 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
     struct ac_lockrec rec;
     struct mutation m;
     char id[33], now_s[48], exp_s[48], *bytes = NULL;
-    size_t i, j, k, blen = 0;
+    size_t blen = 0;
     int64_t dur, now;
     int rc = -1, opened = 0;
 
@@ -394,29 +457,20 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
     memset(&m, 0, sizeof m);
     if (out)
         memset(out, 0, sizeof *out);
-    if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
-        ac_pathlock_check_duration(lease, &dur, err) == -1)
+    /* The Python tool's order: owner, paths (each, then its overlap with
+     * the ones before), the journal, the records, conflicts, duration. */
+    if (ac_pathlock_check_owner(owner, "owner", err) == -1)
         return -1;
-    if (normalize_all(ch, paths, n, 1, &lp, err) == -1)
+    if (normalize_all(ch, paths, n, &lp, err) == -1)
         return -1;
     if (session_open(&s, ch, err) == -1)
         goto out;
     opened = 1;
-    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1)
+    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1 ||
+        conflicts(&l, lp, n, NULL, "lock request", err) == -1 ||
+        ac_pathlock_check_duration(lease, &dur, err) == -1)
         goto out;
     now = ac_isotime_now_us();
-    for (i = 0; i < l.n; i++)
-        for (j = 0; j < l.v[i].npaths; j++)
-            for (k = 0; k < n; k++) {
-                if (!ac_pathlock_overlaps(l.v[i].paths[j].normalized, lp[k].normalized))
-                    continue;
-                if (ac_lockrec_expired(&l.v[i], now))
-                    ac_pl_err(err, "PATH_LOCK_RECOVERY_REQUIRED",
-                              "lock request overlaps an expired lock; recover it explicitly");
-                else
-                    ac_pl_err(err, "PATH_LOCK_CONFLICT", "lock request overlaps an active lock");
-                goto out;
-            }
 
     if (ac_uuid4_hex(id) == -1) {
         ac_err_sys(err, errno, NULL, "could not make a lock id");
@@ -464,10 +518,13 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
 
     out->v = NULL;
     out->n = 0;
-    if (owner && ac_pathlock_check_owner(owner, "owner", err) == -1)
+    /* The Python tool checks the paths before the owner here. */
+    if (normalize_all(ch, paths, n, &lp, err) == -1)
         return -1;
-    if (normalize_all(ch, paths, n, 0, &lp, err) == -1)
+    if (owner && ac_pathlock_check_owner(owner, "owner", err) == -1) {
+        paths_free(lp, n);
         return -1;
+    }
     if (session_open(&s, ch, err) == -1) {
         paths_free(lp, n);
         return -1;
@@ -501,7 +558,6 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
                        struct ac_lockrec *out, struct ac_err *err)
 {
     struct session s;
-    struct ac_locklist l = { NULL, 0 };
     struct ac_lockrec rec;
     struct mutation m;
     char now_s[48], *before = NULL;
@@ -513,10 +569,8 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
     if (out)
         memset(out, 0, sizeof *out);
     if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
-        target_session(&s, ch, target, &l, &rec, err) == -1) {
-        ac_locklist_free(&l);
+        target_session(&s, ch, target, &rec, err) == -1)
         return -1;
-    }
     if (strcmp(rec.owner, owner) != 0) {
         char shown[600];
         ac_err_quote(shown, sizeof shown, rec.owner, 200);
@@ -538,7 +592,6 @@ out:
     json_decref(m.audit);
     free(before);
     ac_lockrec_free(&rec);
-    ac_locklist_free(&l);
     return rc;
 }
 
@@ -560,30 +613,34 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
     memset(&m, 0, sizeof m);
     if (out)
         memset(out, 0, sizeof *out);
+    /* The Python tool's order: owner, reason, the journal, the target, its
+     * expiry, then every record (conflicts with the others), duration. */
     if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
-        ac_pathlock_check_reason(reason, err) == -1 ||
-        ac_pathlock_check_duration(lease, &dur, err) == -1)
+        ac_pathlock_check_reason(reason, err) == -1)
         return -1;
-    if (target_session(&s, ch, target, &l, &old, err) == -1) {
-        ac_locklist_free(&l);
+    if (target_session(&s, ch, target, &old, err) == -1)
         return -1;
-    }
     now = ac_isotime_now_us();
     if (!ac_lockrec_expired(&old, now)) {
         ac_pl_err(err, "PATH_LOCK_NOT_STALE", "lock %s is still active", old.lock_id);
         goto out;
     }
+    if (session_load(&s, &l, err) == -1 ||
+        conflicts(&l, old.paths, old.npaths, old.lock_id, "recovery request", err) == -1 ||
+        ac_pathlock_check_duration(lease, &dur, err) == -1)
+        goto out;
     if (!(before = record_bytes(&s, old.lock_id, &blen, err)))
         goto out;
 
-    /* The lock id, its paths (bytes kept) and locked_at stay; the owner and
-     * the lease change; the previous holder and the reason are recorded. */
+    /* The lock id and its paths (bytes kept) stay; the owner, the lease
+     * and locked_at change (the Python tool's recover stamps them now);
+     * the previous holder and the reason are recorded. */
     ac_isotime_format(now, 6, now_s);
     ac_isotime_format(now + dur, 6, exp_s);
     rec.json = old.json ? json_incref(old.json) : NULL;
     if (!(rec.lock_id = strdup(old.lock_id)) || !(rec.channel = strdup(old.channel)) ||
         !(rec.owner = strdup(owner)) || !(rec.expires_at = strdup(exp_s)) ||
-        !(rec.locked_at = strdup(old.locked_at)) || !(rec.updated_at = strdup(now_s)) ||
+        !(rec.locked_at = strdup(now_s)) || !(rec.updated_at = strdup(now_s)) ||
         !(rec.previous_owner = strdup(old.owner)) ||
         !(rec.previous_expires_at = strdup(old.expires_at)) ||
         !(rec.recovery_reason = strdup(reason)) ||

@@ -11,8 +11,14 @@
  * The reader also takes the aliases lease_expires_at and
  * previous_lease_expires_at (equal to the main fields when both exist).
  *
- * Errors: -1 with PATH_LOCK_INVALID_RECORD and the Python tool's messages
- * (exit 1).
+ * Validation is the Python tool's (PathLockRecord.from_dict and
+ * _read_record of path_locks.py), in its order: the shape (an object, the
+ * required fields, no unknown one, the aliases agreeing, the paths and
+ * each entry) with PATH_LOCK_INVALID_RECORD, then lock_id, channel and
+ * owner (PATH_LOCK_INVALID_LOCK_ID, _CHANNEL, _OWNER: "<field> must be a
+ * safe identity"), the times (PATH_LOCK_INVALID_TIMESTAMP), the previous
+ * holder and the reason (PATH_LOCK_INVALID_OWNER, _REASON), then the
+ * channel and the file name (PATH_LOCK_INVALID_RECORD). Exit 1.
  */
 #ifndef AGENTCHAT_LOCKREC_H
 #define AGENTCHAT_LOCKREC_H

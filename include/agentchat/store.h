@@ -181,7 +181,11 @@ struct ac_recset {
 };
 
 enum {
-    AC_SCAN_NAMES = 1         /* names and kinds only, no bytes */
+    AC_SCAN_NAMES = 1,        /* names and kinds only, no bytes */
+    AC_SCAN_HIDDEN = 2        /* also the names a family keeps out of its
+                                 records (the folder: "*.json" names that
+                                 start with '.' or '_'), as the Python tool's
+                                 glob sees them (a path-lock target) */
 };
 
 /* ---- mutexes ---- */

@@ -95,9 +95,13 @@ struct format {
     /* An undo that failed too ("<prefix>[Errno N] <strerror>"); NULL code:
      * the first failure is reported. */
     const char *undo_failed_code, *undo_failed_prefix;
+    /* A failed audit post that could not be resolved either (without
+     * undo_on_audit_failure): "<prefix><why>". */
+    const char *resolve_failed_code, *resolve_failed_prefix;
     const char *unsettled_code; /* announced, journal not finished */
     const char *msg_published;  /* followed by ": <strerror>" */
     const char *msg_removed[2]; /* around the strerror */
+    const char *msg_remove;     /* the journal could not be removed */
     json_t *(*encode)(const struct txn *t, const char *phase);
     int (*decode)(struct reader *r, struct ac_err *err);
     int (*read_error)(struct ac_chan *ch, const struct format *f, int e, const char *parse_msg,
@@ -525,9 +529,15 @@ static int lease_read_error(struct ac_chan *ch, const struct format *f, int e, c
  *   version, transaction_id, phase, operation lock|unlock|recover, event,
  *   target "<id>.json" (or "locks/<id>.json" from the Python tool), actor,
  *   before, after (base64 of the record file; null = no file)
- * json.dumps(indent=2, sort_keys=True, ensure_ascii=False) + "\n". */
+ * json.dumps(indent=2, sort_keys=True, ensure_ascii=False) + "\n". It is
+ * read as the Python tool's path_locks.py reads it: version 1 or 2 (1.0,
+ * 2.0 and true count), every member present, a safe transaction id and
+ * actor, any event, '\' as a separator in the target, and the optional
+ * previous_bytes/next_bytes decoded (then ignored). */
 static const char *const OPERATIONS[] = { "lock", "unlock", "recover", NULL };
-static const char *const EVENTS[] = { "path.locked", "path.lock.unlocked", "path.lock.recovered", NULL };
+/* Every member a journal must have (the Python tool's _read_transaction). */
+static const char *const REQUIRED[] = { "version", "transaction_id", "phase", "operation", "event",
+                                        "target", "before", "after", "actor", NULL };
 
 static json_t *pathlock_encode(const struct txn *t, const char *phase)
 {
@@ -581,53 +591,75 @@ static int lock_file_name(const char *s)
     return len >= 6 && len <= 255 && strcmp(s + len - 5, ".json") == 0 && safe_id(s, len - 5);
 }
 
+static int pathlock_bytes(const json_t *v, char **out, size_t *len, struct ac_err *err)
+{
+    return b64_member(v, out, len, "PATH_LOCK_TRANSACTION_INVALID", "transaction bytes must be base64 text",
+                      "transaction bytes are not valid base64", err);
+}
+
 static int pathlock_decode(struct reader *r, struct ac_err *err)
 {
     static const char shape[] = "transaction marker has an unsupported shape";
-    const json_t *v = r->root, *ver = json_object_get(v, "version");
+    const json_t *v = r->root, *ver = json_object_get(v, "version"), *txid, *actor;
     struct ac_pending *p = r->p;
-    const char *txid, *target, *phase, *operation, *event, *actor;
-    char *before = NULL, *after = NULL;
-    size_t blen = 0, alen = 0;
-    int rc;
+    const char *phase, *operation, *event, *name;
+    char target[NAME_MAX_BYTES], *before = NULL, *after = NULL, *extra = NULL;
+    size_t blen = 0, alen = 0, xlen, i;
+    int ok, rc;
 
+    /* The shape, in the Python tool's terms: an object with every member,
+     * a known version, phase and operation, a safe transaction id, and a
+     * target and an actor that are strings. The event is not looked at. */
     phase = short_str(v, "phase", sizeof p->phase);
+    ok = json_is_object(v) && !ac_pyjson_is_nonfinite(v) &&
+         (py_equals_int(ver, 1) || py_equals_int(ver, 2)) && one_of(phase, PHASES);
+    for (i = 0; ok && REQUIRED[i]; i++)
+        ok = json_object_get(v, REQUIRED[i]) != NULL;
+    txid = json_object_get(v, "transaction_id");
     operation = short_str(v, "operation", sizeof p->operation);
+    ok = ok && json_is_string(txid) && safe_id(json_string_value(txid), json_string_length(txid)) &&
+         json_string_length(txid) < sizeof p->txid && one_of(operation, OPERATIONS) &&
+         json_is_string(json_object_get(v, "target")) && json_is_string(json_object_get(v, "actor"));
+    if (!ok)
+        return pathlock_invalid(err, shape);
     event = short_str(v, "event", 32);
-    txid = short_str(v, "transaction_id", sizeof p->txid);
-    target = short_str(v, "target", NAME_MAX_BYTES);
-    actor = json_string_value(json_object_get(v, "actor"));
-    if (!json_is_object(v) || !json_is_integer(ver) || json_integer_value(ver) != 1 ||
-        !one_of(phase, PHASES) || !one_of(operation, OPERATIONS) || !one_of(event, EVENTS) ||
-        !txid || !target || !actor)
-        return pathlock_invalid(err, shape);
-    if ((!json_is_null(json_object_get(v, "before")) && !json_is_string(json_object_get(v, "before"))) ||
-        (!json_is_null(json_object_get(v, "after")) && !json_is_string(json_object_get(v, "after"))))
-        return pathlock_invalid(err, shape);
-    if (strncmp(target, "locks/", 6) == 0)
-        target += 6;
-    if (!lock_file_name(target))
+    /* "<id>.json" or "locks/<id>.json" ('\' also separates) */
+    snprintf(target, sizeof target, "%s",
+             short_str(v, "target", sizeof target) ? json_string_value(json_object_get(v, "target")) : "");
+    for (i = 0; target[i]; i++)
+        if (target[i] == '\\')
+            target[i] = '/';
+    name = strncmp(target, "locks/", 6) == 0 ? target + 6 : target;
+    if (strchr(name, '/') || !lock_file_name(name))
         return pathlock_invalid(err, "transaction target is not a lock record filename");
+    actor = json_object_get(v, "actor");
+    if (!safe_id(json_string_value(actor), json_string_length(actor)))
+        return ac_err_code(err, "PATH_LOCK_INVALID_OWNER", "actor must be a safe identity");
     snprintf(p->phase, sizeof p->phase, "%s", phase);
     snprintf(p->operation, sizeof p->operation, "%s", operation);
-    snprintf(p->event, sizeof p->event, "%s", event);
-    snprintf(p->txid, sizeof p->txid, "%s", txid);
-    snprintf(p->actor, sizeof p->actor, "%s", actor);
-    snprintf(p->subject, sizeof p->subject, "%.*s", (int)(strlen(target) - 5), target);
+    snprintf(p->event, sizeof p->event, "%s", event ? event : "");
+    snprintf(p->txid, sizeof p->txid, "%s", json_string_value(txid));
+    snprintf(p->actor, sizeof p->actor, "%.*s", (int)sizeof p->actor - 1, json_string_value(actor));
+    snprintf(p->subject, sizeof p->subject, "%.*s", (int)(strlen(name) - 5), name);
     p->event_value = json_incref(json_object_get(v, "event"));
-    if (b64_member(json_object_get(v, "before"), &before, &blen, "PATH_LOCK_TRANSACTION_INVALID",
-                   shape, "transaction bytes are not valid base64", err) == -1 ||
-        b64_member(json_object_get(v, "after"), &after, &alen, "PATH_LOCK_TRANSACTION_INVALID",
-                   shape, "transaction bytes are not valid base64", err) == -1) {
+    if (pathlock_bytes(json_object_get(v, "before"), &before, &blen, err) == -1)
+        return -1;
+    if (pathlock_bytes(json_object_get(v, "after"), &after, &alen, err) == -1) {
         free(before);
         return -1;
     }
-    rc = pending_add(p, AC_LOCKS, p->subject, strlen(p->subject), before, blen, after, alen);
+    /* Optional members the Python tool also decodes (and then ignores). */
+    rc = pathlock_bytes(json_object_get(v, "previous_bytes"), &extra, &xlen, err);
+    free(extra);
+    extra = NULL;
+    if (rc == 0)
+        rc = pathlock_bytes(json_object_get(v, "next_bytes"), &extra, &xlen, err);
+    free(extra);
+    if (rc == 0 && pending_add(p, AC_LOCKS, p->subject, strlen(p->subject), before, blen, after, alen) == -1)
+        rc = ac_err_sys(err, ENOMEM, NULL, "could not read transaction marker");
     free(before);
     free(after);
-    if (rc == -1)
-        return ac_err_sys(err, ENOMEM, NULL, "could not read transaction marker");
-    return 0;
+    return rc;
 }
 
 /* -------------------------------------------------------------- the formats */
@@ -663,6 +695,7 @@ static const struct format LEASE = {
     .unsettled_code = "LEASE_TRANSACTION_CLEANUP_FAILED",
     .msg_published = "lease mutation audit is durable but journal cleanup failed",
     .msg_removed = { "lease mutation committed but journal cleanup failed: ", "" },
+    .msg_remove = "could not remove the lease journal",
     .encode = lease_encode,
     .decode = lease_decode,
     .read_error = lease_read_error,
@@ -689,9 +722,14 @@ static const struct format PATHLOCK = {
     .msg_apply = { "could not write lock record ", ".json" },
     .pending_code = "PATH_LOCK_TRANSACTION_PENDING",
     .pending_msg = "a previous path-lock mutation needs explicit recovery",
+    .audit_failed_code = "PATH_LOCK_AUDIT_FAILED",
+    .audit_failed_prefix = "path lock audit event could not be written: ",
+    .resolve_failed_code = "PATH_LOCK_AUDIT_ROLLBACK_FAILED",
+    .resolve_failed_prefix = "path lock mutation failed and rollback failed: ",
     .unsettled_code = "PATH_LOCK_TRANSACTION_PENDING",
     .msg_removed = { "the path-lock change was applied and announced, but its journal could not be "
                      "removed (", "); run recover-pending" },
+    .msg_remove = "could not remove the path-lock journal",
     .encode = pathlock_encode,
     .decode = pathlock_decode,
     .read_error = pathlock_read_error,
@@ -900,23 +938,28 @@ static int undo_and_report(int chfd, int dfd, const struct txn *t, const struct 
 /* After a failed audit post of a format that resolves it: decide as
  * recover-pending would (was the message published after all?). 1 the
  * change stands (journal removed), 0 it was rolled back, -1 undecided
- * (the journal stays for recover-pending). */
-static int resolve_after_audit(struct ac_chan *ch, int dfd, const struct txn *t)
+ * (the journal stays for recover-pending; err says why). */
+static int resolve_after_audit(struct ac_chan *ch, int dfd, const struct txn *t, struct ac_err *err)
 {
-    struct ac_err ignored = AC_ERR_INIT;
-    int chfd = fs_chan_fd(ch), found = 0;
+    int chfd = fs_chan_fd(ch), found = 0, m;
     if (t->txid[0] && strlen(t->txid) <= 64)
-        found = ac_audit_find_transaction(ch, t->txid, &ignored);
+        found = ac_audit_find_transaction(ch, t->txid, err);
     if (found == -1)
         return -1;
     if (found) {
-        if (records_match(chfd, t->fmt, t->c, t->n) != 1)
-            return -1;
+        m = records_match(chfd, t->fmt, t->c, t->n);
+        if (m == -1)
+            return ac_err_sys(err, errno, NULL, "could not read %s %s.json",
+                              ac_fs_families[t->c[0].family].noun, t->c[0].name);
+        if (m == 0)
+            return ac_err_code(err, "PATH_LOCK_TRANSACTION_INVALID",
+                               "published transaction does not match lock state");
     } else if (put_records(chfd, dfd, t->fmt, t->c, t->n, 1) == -1) {
-        return -1;
+        return ac_err_sys(err, errno, NULL, "could not restore %s %s.json",
+                          ac_fs_families[t->c[0].family].noun, t->c[0].name);
     }
     if (journal_remove(dfd, t->fmt) == -1)
-        return -1;
+        return ac_err_sys(err, errno, NULL, "%s", t->fmt->msg_remove);
     return found;
 }
 
@@ -985,12 +1028,18 @@ static int journaled_commit(struct ac_chan *ch, const struct format *f, const st
         }
         /* The post may have failed after its message was published (a
          * failed directory sync): decide as recover-pending would. */
-        if (resolve_after_audit(ch, dfd, &t) == 1) {
-            close(dfd);
-            return 0;
+        {
+            struct ac_err rerr = AC_ERR_INIT;
+            int resolved = resolve_after_audit(ch, dfd, &t, &rerr);
+            if (resolved == 1) {
+                close(dfd);
+                return 0;
+            }
+            if (resolved == 0)
+                ac_err_code(err, f->audit_failed_code, "%s%s", f->audit_failed_prefix, aerr.msg);
+            else
+                ac_err_code(err, f->resolve_failed_code, "%s%s", f->resolve_failed_prefix, rerr.msg);
         }
-        if (err)
-            *err = aerr;
         goto fail;
     }
     /* From here on the change is published (its audit message is in the
@@ -1214,11 +1263,11 @@ int ac_fs_pending_clear(struct ac_chan *ch, int kind, struct ac_err *err)
         return 0;
     dfd = journal_dir(fs_chan_fd(ch), f, 0, &mkdir_failed);
     if (dfd == -1)
-        return errno == ENOENT ? 0 : ac_err_sys(err, errno, f->io_code, "could not remove the journal");
+        return errno == ENOENT ? 0 : ac_err_sys(err, errno, f->io_code, "%s", f->msg_remove);
     rc = journal_remove(dfd, f);
     e = errno;
     close(dfd);
     if (rc == -1)
-        return ac_err_sys(err, e, f->io_code, "could not remove the journal");
+        return ac_err_sys(err, e, f->io_code, "%s", f->msg_remove);
     return 0;
 }

@@ -33,7 +33,8 @@
  *     change is undone at once (a lease one reports LEASE_AUDIT_FAILED); a
  *     failed lease audit post is undone in process (TASK_AUDIT_FAILED)
  *     while a path-lock one is resolved as recover-pending would (the
- *     message may have been published);
+ *     message may have been published; PATH_LOCK_AUDIT_FAILED when it is
+ *     rolled back);
  *   - how a journal is read back: only its header to tell whether one is
  *     pending, or whole, in the order the Python tool checks it, with the
  *     domain's record checks called on the way (ac_pending_check);

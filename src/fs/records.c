@@ -9,7 +9,7 @@
  *
  * A file is a record when its name ends in ".json" and does not start with
  * one of the family's skip bytes: '.' (our temps and the journals) and, for
- * tasks and claims, '_' (the Python tool's). Records are read with the careful reader
+ * tasks, claims and locks, '_' (the Python tool's). Records are read with the careful reader
  * of fsutil.h (no symlink followed, only regular files, a cap per family),
  * so a planted symlink or directory is a record that cannot be read, with
  * its errno, never something outside the channel.
@@ -40,7 +40,7 @@
 const struct fs_family ac_fs_families[AC_NFAMILIES] = {
     [AC_TASKS] = { "tasks", "task record", "._", 4u << 20, "task.record" },
     [AC_CLAIMS] = { "claims", "lease record", "._", 1u << 20, "lease.claim" },
-    [AC_LOCKS] = { "locks", "lock record", ".", 16u << 20, "pathlock.record" },
+    [AC_LOCKS] = { "locks", "lock record", "._", 16u << 20, "pathlock.record" },
     [AC_ACKS] = { ".acks", "ack", ".", 64u << 10, "ack" },
 };
 
@@ -152,6 +152,7 @@ static void read_one(int dirfd, const char *file, size_t cap, struct ac_record *
 
 struct scan {
     int family;
+    int hidden;               /* AC_SCAN_HIDDEN */
     const char *prefix;       /* of the stem, or NULL */
     size_t plen;
     struct ac_record *v;
@@ -166,7 +167,7 @@ static int scan_cb(void *ctx, const char *name, unsigned char type)
     struct ac_record *r;
 
     if (len <= SUFFIX_LEN || strcmp(name + stem, SUFFIX) != 0 ||
-        strchr(ac_fs_families[s->family].skip, name[0]))
+        (!s->hidden && strchr(ac_fs_families[s->family].skip, name[0])))
         return 0;
     if (s->prefix && (stem <= s->plen || strncmp(name, s->prefix, s->plen) != 0))
         return 0;
@@ -216,6 +217,7 @@ int ac_fs_rec_scan(struct ac_chan *ch, int family, const char *prefix, int flags
         return ac_err_sys(err, errno, NULL, "could not list %s/", fam->dir);
     }
     s.family = family;
+    s.hidden = (flags & AC_SCAN_HIDDEN) != 0;
     s.prefix = stem_prefix;
     s.plen = stem_prefix ? strlen(stem_prefix) : 0;
     if (ac_dir_walk(fd, scan_cb, &s) == -1 || s.oom) {
