@@ -247,9 +247,11 @@ demo: deps
 	@$(MAKE) --no-print-directory agent-chat
 	scripts/demo
 
+# BENCH_BASE=CMD also measures another binary in the same run (a base to
+# compare with: its medians and the difference per row).
 bench: deps
 	@$(MAKE) --no-print-directory agent-chat
-	scripts/bench
+	scripts/bench $(if $(BENCH_BASE),--compare '$(BENCH_BASE)')
 
 # The etcd client against a 3-member cluster on tmpfs (tests/bench/README.md).
 bench-etcd: deps
