@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agentchat/err.h"
 #include "agentchat/utf8.h"
 
 /* Days from 1970-01-01 to y-m-d (proleptic Gregorian; Howard Hinnant). */
@@ -232,5 +233,16 @@ int ac_isotime_expiry(int64_t now_us, double seconds, int64_t *out)
     if (d > (double)(MAX_EXPIRY_US - now_us))
         return -2;
     *out = now_us + (int64_t)d;
+    return 0;
+}
+
+int ac_isotime_expiry_check(int64_t now_us, double seconds, const char *code, const char *what,
+                            int64_t *out, struct ac_err *err)
+{
+    int rc = ac_isotime_expiry(now_us, seconds, out);
+    if (rc == -1)
+        return ac_err_code(err, code, "%s duration must be positive", what);
+    if (rc == -2)
+        return ac_err_code(err, code, "%s duration is outside the supported timestamp range", what);
     return 0;
 }

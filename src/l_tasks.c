@@ -208,6 +208,14 @@ static int finish(lua_State *L, int rc, json_t *out, const struct ac_err *err, j
     return n;
 }
 
+/* The optional string fields keys[i] of the table at idx into *fields[i]. */
+static void opt_strings(lua_State *L, int idx, const char *const *keys, const char **fields[])
+{
+    size_t i;
+    for (i = 0; keys[i]; i++)
+        *fields[i] = ac_lua_opt_string(L, idx, keys[i], NULL);
+}
+
 static int l_create(lua_State *L)
 {
     struct ac_task_spec spec;
@@ -215,16 +223,15 @@ static int l_create(lua_State *L)
     json_t *out = NULL, *lists[3];
     int i, rc;
 
+    static const char *const keys[] = { "id", "created_by", "title", "owner", "branch", NULL };
+    const char **fields[] = { &spec.id, &spec.created_by, &spec.title, &spec.owner, &spec.branch };
+
     ac_lua_checkchan(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     memset(&spec, 0, sizeof spec);
-    spec.id = ac_lua_opt_string(L, 2, "id", NULL);
-    spec.created_by = ac_lua_opt_string(L, 2, "created_by", NULL);
-    spec.title = ac_lua_opt_string(L, 2, "title", NULL);
+    opt_strings(L, 2, keys, fields);
     if (!spec.id || !spec.created_by || !spec.title)
         return luaL_error(L, "tasks.create needs id, created_by and title");
-    spec.owner = ac_lua_opt_string(L, 2, "owner", NULL);
-    spec.branch = ac_lua_opt_string(L, 2, "branch", NULL);
     if (read_lists(L, 2, lists)) {
         free_lists(lists);
         return bad_utf8(L);
@@ -247,13 +254,13 @@ static int l_update(lua_State *L)
     json_t *out = NULL, *lists[3];
     int rc;
 
+    static const char *const keys[] = { "title", "owner", "branch", "status", NULL };
+    const char **fields[] = { &chg.title, &chg.owner, &chg.branch, &chg.status };
+
     ac_lua_checkchan(L, 1);
     luaL_checktype(L, 4, LUA_TTABLE);
     memset(&chg, 0, sizeof chg);
-    chg.title = ac_lua_opt_string(L, 4, "title", NULL);
-    chg.owner = ac_lua_opt_string(L, 4, "owner", NULL);
-    chg.branch = ac_lua_opt_string(L, 4, "branch", NULL);
-    chg.status = ac_lua_opt_string(L, 4, "status", NULL);
+    opt_strings(L, 4, keys, fields);
     lua_getfield(L, 4, "clear_owner");
     chg.clear_owner = lua_toboolean(L, -1);
     lua_getfield(L, 4, "clear_branch");

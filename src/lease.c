@@ -80,12 +80,8 @@ static int recovery_required(const char *id, const json_t *claim, struct ac_err 
 static int lease_expiry(int64_t now_us, double seconds, char out[48], struct ac_err *err)
 {
     int64_t at;
-    int rc = ac_isotime_expiry(now_us, seconds, &at);
-    if (rc == -1)
-        return ac_task_err(err, "LEASE_INVALID_DURATION", "lease duration must be positive");
-    if (rc == -2)
-        return ac_task_err(err, "LEASE_INVALID_DURATION",
-                           "lease duration is outside the supported timestamp range");
+    if (ac_isotime_expiry_check(now_us, seconds, "LEASE_INVALID_DURATION", "lease", &at, err) == -1)
+        return -1;
     ac_isotime_format(at, 6, out);
     return 0;
 }
@@ -238,6 +234,15 @@ static int take_lease(struct ac_board *b, const json_t *cur, json_t *after, cons
     return claim_name_fits(ac_task_str(cur, "id"), actor, err);
 }
 
+/* claim_change to a new claim record (NULL: it could not be made). */
+static int set_claim(struct ac_board *b, struct change *c, const char *name, int had, const json_t *nclaim,
+                     struct ac_err *err)
+{
+    if (!nclaim)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "out of memory");
+    return claim_change(b, c, name, had, nclaim, err);
+}
+
 /* The details every new lease's audit message and journal carry. */
 static int new_lease_details(json_t *details, const char *expires, const char *actor)
 {
@@ -299,9 +304,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         if (take_lease(b, cur, after, actor, now_us, seconds, expires, err) == -1)
             goto done;
         nclaim = ac_claim_new(id, b->channel, actor, expires, now, now, NULL, NULL, NULL);
-        if (!nclaim)
-            goto oom;
-        if (claim_change(b, &ch[nch++], new_name, 0, nclaim, err) == -1)
+        if (set_claim(b, &ch[nch++], new_name, 0, nclaim, err) == -1)
             goto done;
         event = "lease.claimed";
         break;
@@ -325,9 +328,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
                               json_object_get(claim, "previous_owner"),
                               json_object_get(claim, "previous_lease_expires_at"),
                               json_object_get(claim, "recovery_reason"));
-        if (!nclaim)
-            goto oom;
-        if (claim_change(b, &ch[nch++], claim_name, 1, nclaim, err) == -1)
+        if (set_claim(b, &ch[nch++], claim_name, 1, nclaim, err) == -1)
             goto done;
         event = "lease.renewed";
         break;

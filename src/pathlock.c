@@ -60,12 +60,8 @@ int ac_pathlock_check_owner(const char *owner, const char *what, struct ac_err *
 int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err)
 {
     int64_t now = ac_isotime_now_us(), at;
-    int rc = ac_isotime_expiry(now, seconds, &at);
-    if (rc == -1)
-        return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION", "lock duration must be positive");
-    if (rc == -2)
-        return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION",
-                         "lock duration is outside the supported timestamp range");
+    if (ac_isotime_expiry_check(now, seconds, "PATH_LOCK_INVALID_DURATION", "lock", &at, err) == -1)
+        return -1;
     *us = at - now;
     return 0;
 }

@@ -40,4 +40,12 @@ void ac_isotime_format(int64_t epoch_us, int digits, char out[48]);
  * the year 9999 (Python raises OverflowError there). */
 int ac_isotime_expiry(int64_t now_us, double seconds, int64_t *out);
 
+/* ac_isotime_expiry with the errors of a lease or lock duration: `code`
+ * with "<what> duration must be positive" or "<what> duration is outside
+ * the supported timestamp range" (what: "lease", "lock"). 0 and *out, or
+ * -1 with err. */
+struct ac_err;
+int ac_isotime_expiry_check(int64_t now_us, double seconds, const char *code, const char *what,
+                            int64_t *out, struct ac_err *err);
+
 #endif
