@@ -139,6 +139,7 @@ struct change {
     char name[300];             /* the claim record's name */
     char *prev, *next;          /* its bytes; NULL = absent */
     size_t prev_len, next_len;
+    uint64_t generation;        /* the store's version of prev (0: none) */
 };
 
 static void changes_free(struct change *c, size_t n)
@@ -179,10 +180,10 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
         json_decref(body);
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not prepare the lease journal");
     }
-    changes[0] = (struct ac_change){ AC_TASKS, id, r.data, r.len, after_bytes, after_len };
+    changes[0] = (struct ac_change){ AC_TASKS, id, r.data, r.len, after_bytes, after_len, r.generation };
     for (i = 0; i < n; i++)
         changes[i + 1] = (struct ac_change){ AC_CLAIMS, c[i].name, c[i].prev, c[i].prev_len,
-                                             c[i].next, c[i].next_len };
+                                             c[i].next, c[i].next_len, c[i].generation };
     batch = (struct ac_batch){ AC_BATCH_LEASE, changes, n + 1, actor, event, id, body, details, NULL };
     rc = ac_chan_batch_commit(b->ch, &batch, err);
     if (rc == -1 && err && err->code && strncmp(err->code, "TASK_", 5) != 0 &&
@@ -210,6 +211,7 @@ static int claim_change(struct ac_board *b, struct change *c, const char *name, 
         }
         c->prev = r.data;
         c->prev_len = r.len;
+        c->generation = r.generation;
         r.data = NULL;
         ac_record_free(&r);
     }

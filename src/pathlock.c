@@ -378,6 +378,7 @@ struct mutation {
     const char *after;          /* record bytes after (NULL: no file) */
     size_t after_len;
     json_t *audit;              /* the audit body, transaction_id added here */
+    uint64_t before_generation; /* the store's version of `before` (0: none) */
 };
 
 /* One batch of the store (AC_BATCH_PATHLOCK): the record change and its
@@ -386,7 +387,8 @@ struct mutation {
 static int run_mutation(struct session *s, const struct mutation *m, struct ac_lockrec *rec,
                         struct ac_lockrec *out, struct ac_err *err)
 {
-    struct ac_change c = { AC_LOCKS, m->lock_id, m->before, m->before_len, m->after, m->after_len };
+    struct ac_change c = { AC_LOCKS, m->lock_id, m->before, m->before_len, m->after, m->after_len,
+                           m->before_generation };
     struct ac_batch b = { AC_BATCH_PATHLOCK, &c, 1, m->actor, m->event, m->lock_id, m->audit, NULL,
                           m->operation };
     if (ac_chan_batch_commit(s->ch, &b, err) == -1)
@@ -418,7 +420,8 @@ static json_t *audit_body(const char *channel, const char *event, const struct a
 }
 
 /* Read a record's raw bytes (the journal's `before`). */
-static char *record_bytes(struct session *s, const char *lock_id, size_t *len, struct ac_err *err)
+static char *record_bytes(struct session *s, const char *lock_id, size_t *len, uint64_t *gen,
+                          struct ac_err *err)
 {
     struct ac_record r;
     char *data;
@@ -428,6 +431,7 @@ static char *record_bytes(struct session *s, const char *lock_id, size_t *len, s
     }
     data = r.data;
     *len = r.len;
+    *gen = r.generation;
     r.data = NULL;
     ac_record_free(&r);
     return data;
@@ -490,7 +494,7 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
         ac_err_sys(err, ENOMEM, NULL, "could not compose the lock record");
         goto out;
     }
-    m = (struct mutation){ "lock", "path.locked", id, owner, NULL, 0, bytes, blen, m.audit };
+    m = (struct mutation){ "lock", "path.locked", id, owner, NULL, 0, bytes, blen, m.audit, 0 };
     rc = run_mutation(&s, &m, &rec, out, err);
 out:
     if (opened)
@@ -558,6 +562,7 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
     struct mutation m;
     char now_s[48], *before = NULL;
     size_t blen = 0;
+    uint64_t gen = 0;
     int rc = -1;
 
     memset(&rec, 0, sizeof rec);
@@ -573,7 +578,7 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
         ac_pl_err(err, "PATH_LOCK_OWNER_MISMATCH", "lock %s belongs to %s", rec.lock_id, shown);
         goto out;
     }
-    if (!(before = record_bytes(&s, rec.lock_id, &blen, err)))
+    if (!(before = record_bytes(&s, rec.lock_id, &blen, &gen, err)))
         goto out;
     ac_isotime_format(ac_isotime_now_us(), 6, now_s);
     m.audit = audit_body(ch->name, "path.lock.unlocked", &rec, now_s);
@@ -581,7 +586,8 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
         ac_err_sys(err, ENOMEM, NULL, "could not compose the audit message");
         goto out;
     }
-    m = (struct mutation){ "unlock", "path.lock.unlocked", rec.lock_id, owner, before, blen, NULL, 0, m.audit };
+    m = (struct mutation){ "unlock", "path.lock.unlocked", rec.lock_id, owner, before, blen, NULL, 0, m.audit,
+                           gen };
     rc = run_mutation(&s, &m, &rec, out, err);
 out:
     session_close(&s);
@@ -601,6 +607,7 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
     struct mutation m;
     char now_s[48], exp_s[48], *before = NULL, *after = NULL;
     size_t blen = 0, alen = 0;
+    uint64_t gen = 0;
     int64_t dur, now;
     int rc = -1;
 
@@ -625,7 +632,7 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
         conflicts(&l, old.paths, old.npaths, old.lock_id, "recovery request", err) == -1 ||
         ac_pathlock_check_duration(lease, &dur, err) == -1)
         goto out;
-    if (!(before = record_bytes(&s, old.lock_id, &blen, err)))
+    if (!(before = record_bytes(&s, old.lock_id, &blen, &gen, err)))
         goto out;
 
     /* The lock id and its paths (bytes kept) stay; the owner, the lease
@@ -667,7 +674,7 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
         goto out;
     }
     m = (struct mutation){ "recover", "path.lock.recovered", rec.lock_id, owner, before, blen, after, alen,
-                           m.audit };
+                           m.audit, gen };
     rc = run_mutation(&s, &m, &rec, out, err);
 out:
     session_close(&s);

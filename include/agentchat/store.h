@@ -173,6 +173,11 @@ struct ac_record {
                                  quickly, the others for their errno */
     int64_t mtime_us;         /* when it was written (µs since 1970; read
                                  records only) */
+    uint64_t generation;      /* the backend's version of the record, which
+                                 grows with every write (etcd: its
+                                 mod_revision); 0 when the backend keeps
+                                 none (the folder), and then the bytes are
+                                 what a batch compares */
 };
 
 struct ac_recset {
@@ -195,6 +200,11 @@ enum {
  * script may close its channel before its lock). */
 struct ac_mutex {
     const struct ac_store_ops *ops;   /* of the backend that made it */
+    uint64_t generation;      /* a fencing token: larger for every later
+                                 holder of the same mutex (etcd: the
+                                 revision of the lock key), 0 when the
+                                 backend has none (the folder's flock dies
+                                 with its holder, so none is needed) */
 };
 
 /* The named mutexes (SPEC.md 4 "Advisory locks"); the Python tool takes
@@ -241,8 +251,10 @@ enum ac_batch_kind {
 };
 
 /* One record change: before -> after, NULL meaning "absent". `before` is
- * what the caller read under its mutex (the backend may compare it: a
- * record created meanwhile fails the batch). */
+ * what the caller read under its mutex, with the generation it was read
+ * at: a backend compares it (etcd: a compare of mod_revision on every
+ * record of the transaction, or of the value when the generation is 0; the
+ * folder: a record created meanwhile fails the batch). */
 struct ac_change {
     int family;
     const char *name;
@@ -250,6 +262,7 @@ struct ac_change {
     size_t before_len;
     const char *after;
     size_t after_len;
+    uint64_t before_generation;   /* ac_record.generation of `before`, or 0 */
 };
 
 struct ac_batch {
