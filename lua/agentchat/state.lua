@@ -10,6 +10,7 @@
 -- so json.dumps(data) is the --json output. Failures return nil, message,
 -- code, exit (STATE_* exit 1).
 local json = require "agentchat.json"
+local kinds = require "agentchat.kinds"
 local sys = require "agentchat.sys"
 
 local M = {}
@@ -25,15 +26,8 @@ M.LOCK_FIELDS = { "channel", "expires_at", "lock_id", "locked_at", "owner", "pre
 local OPEN_STATUS = { open = true, in_progress = true, blocked = true }
 
 -- Audit and event messages are records of the tools, never classified.
-local TOOL_PREFIXES = { "task.", "lease.", "path.", "state.", "event." }
-
 local function is_tool_message(status)
-  for _, p in ipairs(TOOL_PREFIXES) do
-    if status:sub(1, #p) == p then
-      return true
-    end
-  end
-  return false
+  return kinds.of_status(status) ~= "message"
 end
 
 local function lower(s)

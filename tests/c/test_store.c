@@ -725,12 +725,15 @@ static void test_cursors(void)
     TAP_OK(s1.st_ino != s2.st_ino, "a new value is published atomically (new inode)");
     TAP_INT_EQ(t_count_temps(cdir), 0, "no temp left in .cursors");
 
-    TAP_INT_EQ(st->ops->cursor_get(ch, "Bob"), 6, "Bob and bob share a cursor (slug)");
+    TAP_INT_EQ(st->ops->cursor_get(ch, "Bob"), 0, "Bob and bob do not share a cursor");
     st->ops->cursor_set(ch, "Claude_1", 9, &err);
-    TAP_INT_EQ(st->ops->cursor_get(ch, "claude-1"), 9, "Claude_1 and claude-1 share a cursor");
-    TAP_OK(t_exists(t_path("%s/claude-1.txt", cdir)), "stored as .cursors/claude-1.txt");
+    TAP_INT_EQ(st->ops->cursor_get(ch, "claude-1"), 0, "Claude_1 and claude-1 do not share one");
+    TAP_INT_EQ(st->ops->cursor_get(ch, "Claude_1"), 9, "Claude_1 reads its own");
+    TAP_OK(!t_exists(t_path("%s/claude-1.txt", cdir)), "not stored as .cursors/claude-1.txt");
+    TAP_INT_EQ(t_count(cdir, "claude-1.", ".txt"), 1, "but as claude-1.<hash>.txt (cursor.h)");
     st->ops->cursor_set(ch, "!!!", 1, &err);
-    TAP_OK(t_exists(t_path("%s/msg.txt", cdir)), "an agent that slugs to nothing uses msg.txt");
+    TAP_OK(!t_exists(t_path("%s/msg.txt", cdir)), "an agent that slugs to nothing does not use msg.txt");
+    TAP_INT_EQ(t_count(cdir, "msg.", ".txt"), 1, "but msg.<hash>.txt");
 
     for (i = 0; i < COUNT(cases); i++) {
         t_write(bobf, cases[i].text);

@@ -141,8 +141,10 @@ describe("hostile agent names", function()
   -- Names the Python tool accepts for --from / --as.
   local NAMES = {
     "..", ".", "/", "../../x", "../../../escape", "a/../../b", "\\..\\x", "\27[31m", "a\tb",
-    "a\nb\r\nc", "x\r", "\n", LONG, "---", "a\n---\nseq: 99\nto: mallory",
+    "a\nb\r\nc", "x\r", LONG, "---", "a\n---\nseq: 99\nto: mallory",
   }
+  -- (A blank name such as "\n" is refused before anything is read or
+  -- written: cursor_spec.lua.)
 
   --- Every path added under `parent` must be a message, a cursor, the
   --- cursor directory or the seq high-water mark of channel c.
@@ -153,6 +155,7 @@ describe("hostile agent names", function()
         local ok = path == "root/c/.cursors" or path == "root/c/.seqhigh"
           or path:match("^root/c/%d+%-[%w-]*%.md$")
           or path:match("^root/c/%.cursors/[%w-]+%.txt$")
+          or path:match("^root/c/%.cursors/[%w-]+%.%x+%.txt$")
         if not ok then
           bad[#bad + 1] = F.show(path)
         end
@@ -206,13 +209,16 @@ describe("hostile agent names", function()
     end)
   end
 
-  it("gives agents whose names slug alike one cursor file", function()
+  it("gives agents whose names slug alike a cursor file each (docs/format.md)", function()
     local root = F.new_root()
     F.init(root, "c")
     F.post(root, "c", "zed", "one", "1")
     ac({ "--root", root, "read", "c", "--as", "../../x" })
+    ac({ "--root", root, "read", "c", "--as", "x" })
     assert.equal("1", F.read(root .. "/c/.cursors/x.txt"))
-    assert.same({ "x.txt" }, H.ls(root .. "/c/.cursors"))
+    local names = H.ls(root .. "/c/.cursors")
+    assert.equal(2, #names)
+    assert.truthy(names[1]:match("^x%.%x+%.txt$") or names[2]:match("^x%.%x+%.txt$"), table.concat(names, " "))
   end)
 
   it("rejects --from with invalid UTF-8 in one line and changes nothing", function()
