@@ -35,6 +35,9 @@ Error.__name = "agentchat.error"
 Error.__tostring = function(e)
   return e.code .. ": " .. e.message
 end
+-- The host gives the INTERRUPTED error it raises on Ctrl-C this metatable
+-- too (src/lua_host.c, lstop), so it prints and tests like any other.
+debug.getregistry()[Error.__name] = Error
 
 --- Make an error object.
 function M.new(code, message, exit)
