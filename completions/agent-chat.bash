@@ -119,7 +119,7 @@ _agent_chat_spec()
             _agent_chat_pos="dir" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
-            _agent_chat_valued="--as --script --interval --retries --backoff --arg"
+            _agent_chat_valued="--as --script --interval --retries --backoff --on-error --dead-letter --arg"
             _agent_chat_flags+=" --tasks --locks --once"
             _agent_chat_pos="channel" ;;
         repl) _agent_chat_valued="--history"; _agent_chat_flags+=" --no-history" ;;
@@ -145,6 +145,7 @@ _agent_chat_choices()
         *:--resolve-publication) echo "rollback published" ;;
         "post:--wait-for") echo "read acked" ;;
         *:--kind) echo "message event audit" ;;
+        "watch:--on-error") echo "stop skip dead-letter" ;;
     esac
 }
 
@@ -365,7 +366,7 @@ _agent_chat()
                 mapfile -t COMPREPLY < <(compgen -f -X '!*.lua' -- "$cur"; compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
             --primitives) _agent_chat_add_list $_agent_chat_primitives ;;
-            --into) _agent_chat_channels ;;
+            --into | --dead-letter) _agent_chat_channels ;;
             --channels)
                 [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-}
                 [[ -z $root ]] && root=$(_agent_chat_default_root "${COMP_WORDS[0]}")
