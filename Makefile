@@ -9,6 +9,9 @@
 #   make lint            luacheck + cppcheck
 #   make install         PREFIX=/usr/local DESTDIR= (binary, man page,
 #                        bash completion); make uninstall
+#   make install-plugin  the Claude Code plugin with its own copy of the
+#                        binary, as a local marketplace in PLUGIN_DIR
+#                        (default ~/.local/share/agent-chat/claude-marketplace)
 #   make DEVELOPER=1     warnings are errors
 #   make SANITIZE=address,undefined test
 #   make fuzz            libFuzzer targets in build/fuzz/ (clang, always with
@@ -23,6 +26,7 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+PLUGIN_DIR ?= $(HOME)/.local/share/agent-chat/claude-marketplace
 DESTDIR ?=
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -81,7 +85,7 @@ CONFORMANCE_FAMILIES ?= msg task lock state event hook
 # Families of the recorded corpus (tests/conformance/corpus) that pass whole.
 CORPUS_FAMILIES ?=
 
-.PHONY: all deps test check demo bench lint install uninstall clean tests fuzz torture
+.PHONY: all deps test check demo bench lint install install-plugin uninstall clean tests fuzz torture
 all: agent-chat
 
 deps:
@@ -208,6 +212,12 @@ install: agent-chat
 	install -m 755 agent-chat '$(DESTDIR)$(BINDIR)/agent-chat'
 	install -m 644 man/agent-chat.1 '$(DESTDIR)$(MANDIR)/man1/agent-chat.1'
 	install -m 644 completions/agent-chat.bash '$(DESTDIR)$(BASHCOMPDIR)/agent-chat'
+
+# The plugin's hooks find this copy first when no AGENT_CHAT_BIN is set
+# (claude-plugin/bin/agent-chat-hook); scripts/install-plugin says how to add
+# the marketplace to Claude Code.
+install-plugin: agent-chat
+	scripts/install-plugin '$(PLUGIN_DIR)' ./agent-chat
 
 uninstall:
 	rm -f '$(DESTDIR)$(BINDIR)/agent-chat' '$(DESTDIR)$(MANDIR)/man1/agent-chat.1' \
