@@ -35,7 +35,7 @@
  *   store.parse_meta(bytes)               -- {members, topic, channel, created} | nil
  *
  * Expected failures return nil, message, code, exit_code (the exit code of
- * SPEC.md 2.5 for the CLI). Misuse (wrong argument types, a closed handle)
+ * docs/format.md 2.5 for the CLI). Misuse (wrong argument types, a closed handle)
  * raises.
  */
 #include <errno.h>
@@ -247,7 +247,7 @@ static int l_meta_compose(lua_State *L)
 
 /* store.parse_meta(bytes): the _meta.json fields the CLI uses, with the
  * Python tool's defaults, or nil when the file is not a JSON object, when
- * members is not a list of strings or topic not a string (SPEC.md 5: an
+ * members is not a list of strings or topic not a string (docs/format.md 5: an
  * error, never a crash). Parsed with jansson, which tells objects from
  * arrays (cjson 2.1.0 cannot for empty ones). */
 static int l_parse_meta(lua_State *L)

@@ -12,7 +12,7 @@
  *   sys.monotonic()                 -- seconds (float), CLOCK_MONOTONIC
  *   sys.sleep(seconds)              -- true | nil, "interrupted", "INTERRUPTED"
  *   sys.utf8_valid(s)               -- strict UTF-8 check (Python's codec)
- *   sys.slugify(s)                  -- SPEC.md 3.3 slug
+ *   sys.slugify(s)                  -- docs/format.md 3.3 slug
  *   sys.rstrip(s), sys.strip(s)     -- Python str.rstrip()/strip() (Unicode)
  *   sys.float_repr(x)               -- Python repr(float)
  *   sys.interrupted()               -- signal number that asked us to stop, or nil

@@ -1,6 +1,6 @@
 -- agentchat.cli: the command line. Builds the grammar (Python-compatible,
 -- see agentchat.argparse), dispatches to the command modules and turns
--- failures into one stderr line and the exit code of SPEC.md 2.5.
+-- failures into one stderr line and the exit code of docs/format.md 2.5.
 local argparse = require "agentchat.argparse"
 local errors = require "agentchat.errors"
 
@@ -90,7 +90,7 @@ function M.build_parser()
   return p
 end
 
---- One stderr line for an argparse error (SPEC.md 2.5: every failure is
+--- One stderr line for an argparse error (docs/format.md 2.5: every failure is
 --- one line): "agent-chat: USAGE: post: <argparse message> (see 'agent-chat
 --- post -h')". The argparse text is Python's, word for word.
 function M.usage_line(perr)

@@ -1,5 +1,5 @@
 -- agentchat.events: adapter-neutral capability/status events, schema v1
--- (SPEC.md 2.3, 3.10). An event is an ordinary message from the agent with
+-- (docs/format.md 2.3, 3.10). An event is an ordinary message from the agent with
 -- `status: event.<type>`, `title: event:<type>`, `to: all` and a body of
 -- compact JSON (sorted keys, "," / ":" separators, non-ASCII as UTF-8).
 --
@@ -73,7 +73,7 @@ local function check_name(value, what)
   return true
 end
 
---- Validate a decoded event object (SPEC.md 3.10).
+--- Validate a decoded event object (docs/format.md 3.10).
 function M.validate(obj)
   if type(obj) ~= "table" or json.is_array(obj) then
     return fail("EVENT_INVALID_RECORD", "event must be an object")

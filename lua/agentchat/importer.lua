@@ -280,7 +280,7 @@ function M.time(obj, key, optional)
 end
 
 --- The ts line of an instant: local time with its UTC offset, second
---- precision, as every other message (SPEC.md 3.3).
+--- precision, as every other message (docs/format.md 3.3).
 function M.format_ts(us)
   local secs = us // 1000000
   local z = os.date("%z", secs)

@@ -1,4 +1,4 @@
--- agentchat.state: the derived summary of a channel (SPEC.md 2.3, 3.8).
+-- agentchat.state: the derived summary of a channel (docs/format.md 2.3, 3.8).
 --
 --   state.gather(ch, {strict=})      -- the data table (`state --json`)
 --   state.render(data)               -- the Markdown of the built-in template
@@ -34,7 +34,7 @@ local function lower(s)
   return type(s) == "string" and s:lower() or ""
 end
 
--- What a message is marked as (SPEC.md 3.8): for each word (decision,
+-- What a message is marked as (docs/format.md 3.8): for each word (decision,
 -- blocker, verification), frontmatter `type: <word>` or `status: <word>`
 -- or a `<word>` key, a title starting with "<word>:" or "[<word>]" (any
 -- case), or a Markdown heading "<word>" in the body.
@@ -300,7 +300,7 @@ function M.gather(ch, opts)
   return data
 end
 
---- The Markdown of `data` with the built-in template (SPEC.md 3.8).
+--- The Markdown of `data` with the built-in template (docs/format.md 3.8).
 function M.render(data)
   return require("agentchat.templates.state_md")(data)
 end

@@ -1,7 +1,7 @@
 /*
  * test_store.c - the file system backend through store.h: channels, posts
  * and seq allocation, listings, the inbox, cursors, the scan stamp and the
- * legacy marker claim. The folder it leaves is SPEC.md section 3.
+ * legacy marker claim. The folder it leaves is docs/format.md section 3.
  */
 #define _GNU_SOURCE   /* fsetxattr */
 #include <errno.h>
@@ -209,7 +209,7 @@ static void test_channels(void)
     rc = st->ops->chan_open(st, "file", &ch, &err);
     TAP_OK(rc == -1 && strcmp(err.code, "CHANNEL_NOT_FOUND") == 0, "a plain file is not found");
 
-    /* Ordinary odd names are channels (SPEC 3.1). */
+    /* Ordinary odd names are channels (format.md 3.1). */
     create_chan("odd name");
     create_chan("say\"hi\"");
     create_chan("\xc3\xbcn\xc3\xaf");
@@ -282,10 +282,10 @@ static void test_invalid_names(void)
         struct ac_err err = AC_ERR_INIT;
         TAP_OK(ac_channel_name_check("a/b", &err) == -1 &&
                strcmp(err.msg, "invalid channel name (path traversal blocked): 'a/b'") == 0,
-               "SPEC message for 'a/b'");
+               "format.md message for 'a/b'");
         TAP_OK(ac_channel_name_check("_x", &err) == -1 &&
                strcmp(err.msg, "invalid channel name (reserved prefix blocked): '_x'") == 0,
-               "SPEC message for '_x'");
+               "format.md message for '_x'");
         TAP_OK(ac_channel_name_check("a\nb", &err) == -1 && strstr(err.msg, "'a\\nb'"),
                "control characters are shown escaped");
     }
@@ -416,7 +416,7 @@ static void test_post(void)
     post_full(ch, "A Very Long Sender Name That Goes On And On", "all",
               "Ünïcødé 日本語 title", "x", &res);
     TAP_STR_EQ(res.name, "0018-a-very-long-sender-name-that-goes-on-and-n-c-d-title.md",
-               "sender slug cut at 40, title slug of SPEC 3.3");
+               "sender slug cut at 40, title slug of format.md 3.3");
     st->ops->chan_close(ch);
 }
 

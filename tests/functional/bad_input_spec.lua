@@ -1,6 +1,6 @@
--- Functional specs for hostile input (SPEC.md 2, 2.1, 3.3, 3.4, 5.5): bad
+-- Functional specs for hostile input (docs/format.md 2, 2.1, 3.3, 3.4, 5.5): bad
 -- channel and agent names, bad body files, and hand-made files in a channel.
--- Each case gives one clear error line with the SPEC exit code (or, where
+-- Each case gives one clear error line with the documented exit code (or, where
 -- the Python tool succeeds, succeeds) and never changes what it must not:
 -- the tree under the root's parent is snapshotted before and after.
 local H = require "spec_helper"
@@ -441,7 +441,7 @@ describe("hand-made files in a channel", function()
   end)
 
   -- A message above the 16 MiB display cap is read by its first 64 KiB, so
-  -- `channels` still shows it as the last message (SPEC.md 2.1).
+  -- `channels` still shows it as the last message (docs/format.md 2.1).
   it("channels does not claim there is no last message when the last one is huge", function()
     os.remove(chan .. "/0009-alice-late.md")
     os.rename(chan .. "/0005-huge.md", chan .. "/0010-huge.md")
@@ -453,7 +453,7 @@ describe("hand-made files in a channel", function()
 
   -- Like the Python tool's glob("*.md"), every name counts for the seq:
   -- after 0002-link.md (symlink) and 0003-dir.md (directory) the next post
-  -- is #4 (SPEC.md 3.3/4: the next seq is above every message name on disk).
+  -- is #4 (docs/format.md 3.3/4: the next seq is above every message name on disk).
   it("post never reuses the seq of a symlink or directory named like a message", function()
     local r2, p2 = F.new_root()
     F.init(r2, "m")

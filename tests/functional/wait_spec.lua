@@ -1,4 +1,4 @@
--- Functional specs for `agent-chat wait` (SPEC.md 2.1, 4 "wait", 5.2):
+-- Functional specs for `agent-chat wait` (docs/format.md 2.1, 4 "wait", 5.2):
 -- the timeout line and exit code, immediate return, wake-up by another
 -- process, signals, polling and where the cursor ends up.
 local H = require "spec_helper"

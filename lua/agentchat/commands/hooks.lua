@@ -1,5 +1,5 @@
 -- agentchat.commands.hooks: `agent-chat hook session-start|prompt|stop`,
--- the host lifecycle hooks (SPEC.md 4, Hooks), byte for byte.
+-- the host lifecycle hooks (docs/format.md 4, Hooks), byte for byte.
 --
 -- A hook tells the agent it has unread peer messages: it counts the
 -- relevant messages above the agent's cursor in each channel, never writes
@@ -81,7 +81,7 @@ local function ucut(s, n)
   return stop and s:sub(1, stop - 1) or s
 end
 
---- Join items with ", " within `bound` characters (SPEC.md 4, Summary
+--- Join items with ", " within `bound` characters (docs/format.md 4, Summary
 --- bound): whole items while they fit, then ", …" when some were left out;
 --- a first item longer than the bound is cut to bound - 1 characters + "…".
 function M.bounded(items, bound)
@@ -201,7 +201,7 @@ end
 
 function M.register(sub)
   sub:parser("hook", {
-    description = "Host lifecycle hooks (SPEC.md 4): print a one-line notice when the agent "
+    description = "Host lifecycle hooks (docs/format.md 4): print a one-line notice when the agent "
       .. "($AGENT_CHAT_NAME, else the config's identity.name) has unread peer messages in the channels "
       .. "($AGENT_CHAT_CHANNELS, else the config's channels, default all). Never writes cursors; "
       .. "always exits 0. hooks.kinds ($AGENT_CHAT_HOOK_KINDS) counts only some kinds; hooks.stop = block "

@@ -1,5 +1,5 @@
 -- agentchat.commands.messages: init, channels, roster, post, read, wait,
--- peek and the legacy marker claim (SPEC.md 2.1), byte-compatible with the
+-- peek and the legacy marker claim (docs/format.md 2.1), byte-compatible with the
 -- Python tool's output.
 local ac = require "agentchat"
 local open = require "agentchat.commands.open"

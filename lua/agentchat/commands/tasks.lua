@@ -1,4 +1,4 @@
--- agentchat.commands.tasks: `agent-chat task <sub> CH ...` (SPEC.md 2.4),
+-- agentchat.commands.tasks: `agent-chat task <sub> CH ...` (docs/format.md 2.4),
 -- byte-compatible with the Python tool: output lines, TASK_*/LEASE_* codes
 -- (exit 2), and argparse errors inside `task` turned into one coded line
 -- ("TASK_INVALID_COMMAND: cli error: ..." for an invalid choice,
@@ -38,7 +38,7 @@ local function flat_list(values)
   return out
 end
 
--- The channel, mapped to the task store's errors (SPEC.md 3.1).
+-- The channel, mapped to the task store's errors (docs/format.md 3.1).
 local OPEN = {
   invalid = { "TASK_INVALID_CHANNEL", 2 },
   missing = function(root, name)
