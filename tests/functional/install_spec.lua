@@ -365,7 +365,7 @@ describe("the bash completion", function()
     { { "agent-chat", "inbox", "--as", "bob", "--kind", "=", "m" }, { "message" } },
     { { "agent-chat", "inbox", "--channels", "d" }, { "dev" } },
     { { "agent-chat", "inbox", "--channels", "dev," }, { "dev,ops" } },
-    { { "agent-chat", "--" }, { "--help", "--root" } },
+    { { "agent-chat", "--" }, { "--help", "--root", "--version" } },
     { { "agent-chat", "task", "claim", "dev", "" }, { "build", "design" } },
     { { "agent-chat", "task", "update", "dev", "build", "--depends-on", "design,b" }, { "design,build" } },
     { { "agent-chat", "read", "dev", "--as", "" }, { "alice", "bob", "carol" } },

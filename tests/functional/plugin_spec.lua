@@ -112,7 +112,8 @@ describe("make install-plugin into a temporary HOME", function()
   end
 
   it("makes a local marketplace holding the plugin and its own binary, and says how to add it", function()
-    assert.equal(F.read(REPO .. "/.claude-plugin/marketplace.json"), F.read(market .. "/.claude-plugin/marketplace.json"))
+    assert.equal(F.read(REPO .. "/.claude-plugin/marketplace.json"),
+      F.read(market .. "/.claude-plugin/marketplace.json"))
     assert.equal(0, (sh(F.sh(plugin .. "/bin/agent-chat") .. " -h >/dev/null")))
     for _, f in ipairs({ ".claude-plugin/plugin.json", "commands/agent-chat.md", "skills/agent-chat/SKILL.md",
                          "bin/agent-chat-hook" }) do

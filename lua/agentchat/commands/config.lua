@@ -81,7 +81,8 @@ end
 function M.register(sub)
   sub:parser("config", {
     description = "Show the effective settings (root, identity.name, channels, wait.interval, "
-      .. "state.template, workflows.path, hooks.kinds, hooks.stop), each with where it comes from: a flag, the environment, "
+      .. "state.template, workflows.path, hooks.kinds, hooks.stop), each with where it comes from: a flag, "
+      .. "the environment, "
       .. "the root config (<root>/agent-chat.yaml), the user config "
       .. "($XDG_CONFIG_HOME/agent-chat/config.yaml) or the default. See docs/config.md.",
     build = function(p)
