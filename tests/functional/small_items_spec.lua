@@ -137,3 +137,31 @@ describe("team", function()
     assert.truthy(r.stdout:find("\nsystem ", 1, true), r.stdout)
   end)
 end)
+
+describe("LEASE_MUTATION_REQUIRED", function()
+  it("names the command that does what was refused", function()
+    local root = F.new_root()
+    F.init(root, "c")
+    F.ok(root, { "task", "create", "c", "t1", "--from", "lead", "--title", "build" })
+    F.ok(root, { "task", "claim", "c", "t1", "--as", "alice" })
+    local prefix = "agent-chat: LEASE_MUTATION_REQUIRED: task t1 must be changed through its lease operation; "
+    for _, case in ipairs({
+      { { "task", "update", "c", "t1", "--as", "alice", "--status", "done" },
+        "use: agent-chat task done c t1 --as alice" },
+      { { "task", "update", "c", "t1", "--as", "alice", "--status", "open" },
+        "use: agent-chat task release c t1 --as alice" },
+      { { "task", "block", "c", "t1", "--as", "alice" },
+        "release the lease first (agent-chat task release c t1 --as alice), then block it" },
+      { { "task", "update", "c", "t1", "--as", "alice", "--owner", "bob" },
+        "release the lease first (agent-chat task release c t1 --as alice), then the new owner claims it" },
+      { { "task", "update", "c", "t1", "--as", "alice", "--status", "cancelled" },
+        "release the lease first (agent-chat task release c t1 --as alice), then update it" },
+    }) do
+      local r = F.ac(root, case[1])
+      assert.equal(2, r.code, F.describe(r))
+      assert.equal(prefix .. case[2] .. "\n", r.stderr)
+    end
+    -- and the command it names works
+    F.ok(root, { "task", "done", "c", "t1", "--as", "alice" })
+  end)
+end)
