@@ -19,7 +19,8 @@
 #   make torture         the long runs: the crash-everywhere walk at every
 #                        fault point with every action (TORTURE_SPECS), the
 #                        fuzz targets FUZZ_TORTURE_SECONDS each, the stress
-#                        test STRESS_TORTURE_SECONDS
+#                        test STRESS_TORTURE_SECONDS, the cursor race
+#                        CURSOR_RACE_TORTURE_ROUNDS times
 #   make NO_FAULTS=1     compile the fault points out (the tests need them)
 
 PREFIX ?= /usr/local
@@ -145,6 +146,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TORTURE_SECONDS ?= 600
 STRESS_SECONDS ?= 20
 STRESS_TORTURE_SECONDS ?= 300
+CURSOR_RACE_TORTURE_ROUNDS ?= 25
 
 fuzz: $(FUZZ_BINS)
 
@@ -193,6 +195,8 @@ torture: deps
 	  prove --exec tests/run-one fuzz:all
 	AGENT_CHAT_TEST_FSYNC=0 STRESS_SECONDS="$(STRESS_TORTURE_SECONDS)" \
 	  prove --exec tests/run-one tests/functional/stress_spec.lua
+	AGENT_CHAT_TEST_FSYNC=0 CURSOR_RACE_ROUNDS="$(CURSOR_RACE_TORTURE_ROUNDS)" \
+	  prove --exec tests/run-one tests/functional/cursor_race_spec.lua
 
 demo: deps
 	@$(MAKE) --no-print-directory agent-chat
