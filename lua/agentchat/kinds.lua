@@ -9,6 +9,7 @@
 --   kinds.keep(messages, set)   -- the messages of those kinds, in order
 --   kinds.budget(messages, max_messages, max_bytes, size)
 --                               -- how many of them fit (a prefix)
+--   kinds.shown_text(m)         -- a message's text as `read` prints it
 --   kinds.shown_bytes(m)        -- the bytes `read` prints for a message
 --
 -- The kind comes from the frontmatter `status`, the field every tool
@@ -89,10 +90,21 @@ function M.keep(messages, set)
   return out
 end
 
---- The bytes `read` prints for a message: the rule line, the text
---- right-stripped and a blank line (what --max-bytes counts).
+--- The text of a message as read, wait, peek and inbox print it
+--- (right-stripped), or, for a file that is not UTF-8, the one-line notice
+--- the Python tool prints in its place (its decode error names the first
+--- bad bytes).
+function M.shown_text(m)
+  if m.decode_error then
+    return "(could not read message " .. m.name .. ": " .. m.decode_error .. ")"
+  end
+  return sys.rstrip(m.text)
+end
+
+--- The bytes `read` prints for a message: the rule line, its text as
+--- shown and a blank line (what --max-bytes counts).
 function M.shown_bytes(m)
-  return 71 + #sys.rstrip(m.text) + 2
+  return 71 + #M.shown_text(m) + 2
 end
 
 --- How many of `messages`, from the first, fit both budgets (nil: no

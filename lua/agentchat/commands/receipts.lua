@@ -3,7 +3,6 @@
 local json = require "agentchat.json"
 local open = require "agentchat.commands.open"
 local py = require "agentchat.pycompat"
-local sys = require "agentchat.sys"
 
 local M = {}
 
@@ -211,7 +210,7 @@ local function cmd_inbox(args, ctx)
       else
         local parts = {}
         for _, m in ipairs(b.messages) do
-          parts[#parts + 1] = RULE .. "\n#" .. m.channel .. "\n" .. sys.rstrip(m.text) .. "\n\n"
+          parts[#parts + 1] = RULE .. "\n#" .. m.channel .. "\n" .. open.shown_text(m) .. "\n\n"
         end
         ctx.out(table.concat(parts))
         open.held_note(ctx, b, args, "")
