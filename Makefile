@@ -84,7 +84,7 @@ CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conforman
 # Conformance families whose issues have landed (see the README).
 CONFORMANCE_FAMILIES ?= msg task lock state event hook
 # Families of the recorded corpus (tests/conformance/corpus) that pass whole.
-CORPUS_FAMILIES ?= msg event hook
+CORPUS_FAMILIES ?= msg event hook state task
 
 .PHONY: all deps test check demo bench lint install install-plugin uninstall clean tests fuzz torture
 all: agent-chat

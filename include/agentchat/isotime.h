@@ -34,4 +34,10 @@ int64_t ac_isotime_now_us(void);
  * (microseconds, always printed, as timespec="microseconds"). */
 void ac_isotime_format(int64_t epoch_us, int digits, char out[48]);
 
+/* now + timedelta(seconds=seconds) as a lease or lock expiry (rounded to
+ * microseconds half to even, as timedelta does): 0 and *out, -1 when the
+ * duration is not a positive finite number, -2 when the expiry would pass
+ * the year 9999 (Python raises OverflowError there). */
+int ac_isotime_expiry(int64_t now_us, double seconds, int64_t *out);
+
 #endif

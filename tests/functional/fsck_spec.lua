@@ -246,7 +246,7 @@ describe("fsck finding codes", function()
       claim.task_id, claim.owner = "t2", "bob"
       F.write(dir .. "/claims/t2.bob.json", T.claim(claim))
       expect(root, {
-        "c: FSCK_CLAIM_MISMATCH: claims: LEASE_INCONSISTENT: lease record t1.alice.json does not match task t1",
+        "c: FSCK_CLAIM_MISMATCH: claims: LEASE_INCONSISTENT: task t1 and claim record disagree",
         "c: FSCK_CLAIM_MISMATCH: claims/t2.bob.json: task t2 holds a lease but its status is blocked, "
           .. "not in_progress",
         "c: FSCK_CLAIM_MISMATCH: claims/gone.alice.json: lease record of task gone, which has no task "
