@@ -36,7 +36,7 @@ int ac_err_set(struct ac_err *err, int exit_code, const char *code,
 
 int ac_err_exit_for(const char *code)
 {
-    /* SPEC.md 2.5: the code families of the task board, leases and
+    /* docs/format.md 2.5: the code families of the task board, leases and
      * events, and usage-like outcomes, exit 2. */
     static const char *const prefix2[] = { "TASK_", "LEASE_", "EVENT_" };
     static const struct {

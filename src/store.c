@@ -109,6 +109,28 @@ int ac_chan_cursor_set(struct ac_chan *ch, const char *agent, int64_t value, str
     return CHOPS(ch)->cursor_set(ch, agent, value, err);
 }
 
+int ac_chan_cursor_advance(struct ac_chan *ch, const char *agent, const int64_t *expected, int64_t value,
+                           struct ac_err *err)
+{
+    if (fault("store.cursor_advance", "move the cursor", err) == -1)
+        return -1;
+    if (!HAS(ch->store, 2, cursor_advance))     /* a plain write, then */
+        return CHOPS(ch)->cursor_set(ch, agent, value, err);
+    return CHOPS(ch)->cursor_advance(ch, agent, expected, value, err);
+}
+
+int ac_chan_cursor_lock(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
+                        struct ac_err *err)
+{
+    *out = NULL;
+    if (!HAS(ch->store, 2, cursor_lock))
+        return 0;               /* nothing to exclude with: no lock (NULL) */
+    if (CHOPS(ch)->cursor_lock(ch, agent, out, err) == -1)
+        return -1;
+    (*out)->ops = CHOPS(ch);
+    return 0;
+}
+
 struct ac_watch *ac_chan_watch_open(struct ac_chan *ch, int what, uint64_t seq)
 {
     return CHOPS(ch)->watch_open ? CHOPS(ch)->watch_open(ch, what, seq) : NULL;

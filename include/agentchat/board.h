@@ -1,5 +1,5 @@
 /*
- * board.h - the task board of one channel (SPEC.md 2.4, 3.5, 3.6, 3.9).
+ * board.h - the task board of one channel (docs/format.md 2.4, 3.5, 3.6, 3.9).
  *
  * Every task command runs against a *board*: the channel's `_tasks.lock`
  * held (flock; readers too, as the Python tool does) and the records of
@@ -105,7 +105,7 @@ char *ac_board_blocking(struct ac_board *b, const json_t *rec, int with_status);
  * written: <why>" when the audit post failed, TASK_IO_ERROR when the
  * directory sync did, TASK_AUDIT_ROLLBACK_FAILED "could not roll back task
  * create|update: ..." if the restore fails too. A crash in between still
- * leaves the record without its message (not journaled, SPEC 3.5). */
+ * leaves the record without its message (not journaled, format.md 3.5). */
 int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
                           const char *event, struct ac_err *err);
 

@@ -1,5 +1,5 @@
 /*
- * claimrec.h - lease records, claims/<task>.<owner>.json (SPEC.md 3.6):
+ * claimrec.h - lease records, claims/<task>.<owner>.json (docs/format.md 3.6):
  * encoding, validation, and finding the one claim of a task among the
  * records of the family. Pure functions over JSON and bytes (no store):
  * the lease layer (lease.h) and the folder's fsck both use them.

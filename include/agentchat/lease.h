@@ -1,5 +1,5 @@
 /*
- * lease.h - task leases (SPEC.md 2.4 "Leases", 3.6).
+ * lease.h - task leases (docs/format.md 2.4 "Leases", 3.6).
  *
  * A lease is the claim record claims/<task>.<owner>.json (claimrec.h) plus
  * the task record's owner and lease_expires_at, which must agree. Every

@@ -1,5 +1,5 @@
 /*
- * lockrec.h - one path-lock record, locks/<lock_id>.json (SPEC.md 3.7):
+ * lockrec.h - one path-lock record, locks/<lock_id>.json (docs/format.md 3.7):
  * parsing and validation, the exact bytes, expiry and path overlap. Pure
  * functions (no store): the path-lock operations (pathlock.h) and the
  * folder's fsck use them.

@@ -1,5 +1,5 @@
 /*
- * pathlock.h - path locks on workspace files and directories (SPEC.md 2.2,
+ * pathlock.h - path locks on workspace files and directories (docs/format.md 2.2,
  * 3.7, 3.9): the lock, check, unlock, recover and recover-pending
  * operations. The records themselves are lockrec.h's.
  *
@@ -93,7 +93,7 @@ int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err);
  * PATH_LOCK_INVALID_REASON. */
 int ac_pathlock_check_reason(const char *reason, struct ac_err *err);
 
-/* Normalize `path` in the channel's workspace (SPEC 3.7,
+/* Normalize `path` in the channel's workspace (format.md 3.7,
  * ac_chan_path_resolve): fills *out (display = path) or fails with
  * PATH_LOCK_INVALID_PATH. */
 int ac_pathlock_normalize(struct ac_chan *ch, const char *path, struct ac_lockpath *out,

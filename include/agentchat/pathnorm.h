@@ -1,6 +1,6 @@
 /*
- * pathnorm.h - workspace-relative paths (SPEC.md 3.7 "Path normalization",
- * also used for task files_hint, SPEC.md 3.5): the rules, and the lexical
+ * pathnorm.h - workspace-relative paths (docs/format.md 3.7 "Path normalization",
+ * also used for task files_hint, docs/format.md 3.5): the rules, and the lexical
  * checks every backend applies.
  *
  * A path given by an agent is taken relative to the channel directory and

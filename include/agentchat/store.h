@@ -11,7 +11,7 @@
  * every call goes through a thin wrapper (sqlite3OsRead), and the fault
  * injection sits in those wrappers, so every backend gets the same crash
  * tests. The file-system backend (src/fs/, ac_store_open_fs) is the
- * default and the archive format: its folder is exactly SPEC.md section 3.
+ * default and the archive format: its folder is exactly docs/format.md section 3.
  *
  * What a backend stores, per channel:
  *   meta        the channel record (_meta.json)
@@ -79,7 +79,8 @@
 
 /* 1: channels, messages, cursors, notification, the legacy marker claim.
  * 2: record families, mutexes, blobs, workspace paths, fsck, batches and
- *    pending batches, and notification of acks and cursors (receipts). */
+ *    pending batches, notification of acks and cursors (receipts), and the
+ *    cursor of a read (its lock and its advance). */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -150,9 +151,9 @@ struct ac_listing {
 
 /* The record families and how a record is named in each. */
 enum ac_family {
-    AC_TASKS = 0,           /* "<id>"            SPEC.md 3.5 */
-    AC_CLAIMS,              /* "<task>.<owner>"  SPEC.md 3.6 */
-    AC_LOCKS,               /* "<lock_id>"       SPEC.md 3.7 */
+    AC_TASKS = 0,           /* "<id>"            docs/format.md 3.5 */
+    AC_CLAIMS,              /* "<task>.<owner>"  docs/format.md 3.6 */
+    AC_LOCKS,               /* "<lock_id>"       docs/format.md 3.7 */
     AC_ACKS,                /* "<seq>/<agent>"   docs/receipts.md */
     AC_NFAMILIES
 };
@@ -207,7 +208,7 @@ struct ac_mutex {
                                  with its holder, so none is needed) */
 };
 
-/* The named mutexes (SPEC.md 4 "Advisory locks"); the Python tool takes
+/* The named mutexes (docs/format.md 4 "Advisory locks"); the Python tool takes
  * the same ones, so both tools exclude each other. */
 #define AC_MUTEX_TASKS "_tasks.lock"
 #define AC_MUTEX_PATHLOCKS ".path-locks.lock"
@@ -232,7 +233,7 @@ enum {
 
 /* What a batch is, which decides how a backend makes it all-or-nothing and
  * which codes its failures carry (the folder: which journal records it,
- * SPEC.md 3.5-3.7):
+ * docs/format.md 3.5-3.7):
  *   AC_BATCH_TASK      a task created or changed without a lease (one task
  *                      record); not journaled: a failed audit post undoes
  *                      the record (TASK_IO_ERROR, TASK_AUDIT_ROLLBACK_FAILED,
@@ -434,6 +435,18 @@ struct ac_store_ops {
                           struct ac_err *err);
     /* Forget it (the folder: remove the journal), once settled. */
     int (*pending_clear)(struct ac_chan *ch, int kind, struct ac_err *err);
+    /* The write of a read: the cursor becomes `value`, unless someone else
+     * moved it since the read scanned above *expected (then it only goes
+     * up; expected NULL: it only goes up). Call it holding the agent's
+     * cursor lock. */
+    int (*cursor_advance)(struct ac_chan *ch, const char *agent, const int64_t *expected,
+                          int64_t value, struct ac_err *err);
+    /* The agent's cursor lock: readers of one agent exclude each other from
+     * before the scan until the cursor is written, waiting up to
+     * AC_MUTEX_WAIT_NS: CURSOR_BUSY (exit 1) then, INTERRUPTED on a signal,
+     * IO_ERROR. *out is released with ac_mutex_release. */
+    int (*cursor_lock)(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
+                       struct ac_err *err);
 };
 
 struct ac_store {
@@ -506,6 +519,12 @@ int ac_chan_pending_read(struct ac_chan *ch, int kind, const struct ac_pending_c
 int ac_chan_pending_settle(struct ac_chan *ch, const struct ac_pending *p, int how,
                            struct ac_err *err);
 int ac_chan_pending_clear(struct ac_chan *ch, int kind, struct ac_err *err);
+/* Without cursor_advance a plain cursor_set; without cursor_lock 0 and
+ * *out NULL (nothing to hold). */
+int ac_chan_cursor_advance(struct ac_chan *ch, const char *agent, const int64_t *expected, int64_t value,
+                           struct ac_err *err);
+int ac_chan_cursor_lock(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
+                        struct ac_err *err);
 
 /* ---- helpers ---- */
 

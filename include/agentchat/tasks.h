@@ -1,5 +1,5 @@
 /*
- * tasks.h - the task commands (SPEC.md 2.4): one call each, the top of the
+ * tasks.h - the task commands (docs/format.md 2.4): one call each, the top of the
  * task layers (taskrec.h -> board.h -> lease.h -> here).
  *
  * Each call opens the channel's board (its mutex held; the command reads

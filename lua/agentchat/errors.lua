@@ -7,7 +7,7 @@
 local M = {}
 
 -- Codes whose message the CLI prints without the code, because the Python
--- tool prints exactly that line (SPEC.md 2.1, 2.5).
+-- tool prints exactly that line (docs/format.md 2.1, 2.5).
 M.plain = {
   CHANNEL_NOT_FOUND = true,
   CHANNEL_EXISTS = true,
@@ -22,7 +22,7 @@ M.plain = {
   INTERRUPTED = true,
 }
 
--- Exit codes by code (SPEC.md 2.5): the C runtime's one table (err.h,
+-- Exit codes by code (docs/format.md 2.5): the C runtime's one table (err.h,
 -- ac_err_exit_for: the TASK_/LEASE_/EVENT_ families, USAGE, ETIMEDOUT and
 -- RECEIPT_TIMEOUT exit 2, CLAIM_LOST 3, INTERRUPTED 130, the rest 1).
 -- exit_codes lists the single codes of that table that do not exit 1.
@@ -42,6 +42,9 @@ Error.__name = "agentchat.error"
 Error.__tostring = function(e)
   return e.code .. ": " .. e.message
 end
+-- The host gives the INTERRUPTED error it raises on Ctrl-C this metatable
+-- too (src/lua_host.c, lstop), so it prints and tests like any other.
+debug.getregistry()[Error.__name] = Error
 
 --- Make an error object.
 function M.new(code, message, exit)
@@ -66,7 +69,7 @@ function M.exit_for(code, hint)
   return hint or 1
 end
 
---- A message made fit for one line (SPEC.md 2.5: every failure is one
+--- A message made fit for one line (docs/format.md 2.5: every failure is one
 --- stderr line): CR and LF, which only user input can bring in (argparse
 --- quotes "unrecognized arguments" verbatim), are written as \r and \n,
 --- as Python's repr() writes them.

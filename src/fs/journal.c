@@ -9,7 +9,7 @@
  * is, how it is encoded and decoded, the fault points of every step and
  * the policies and messages of its failures. Each field below is there
  * because the Python tool behaves so and both tools must recover each
- * other's crashes (SPEC.md 3.6, 3.7).
+ * other's crashes (docs/format.md 3.6, 3.7).
  */
 #include "journal.h"
 
@@ -257,7 +257,7 @@ static int check_record(struct reader *r, const struct ac_change *c, int after, 
 
 /* ---------------------------------------------------------- the lease format */
 
-/* claims/.lease-transaction.json, version 2 (SPEC.md 3.6):
+/* claims/.lease-transaction.json, version 2 (docs/format.md 3.6):
  *   version, phase, transaction_id, task_id, task_file "tasks/<id>.json",
  *   task_before, task_after (base64; before null = no record),
  *   claim_changes [{file "<task>.<owner>.json", previous, next}],
@@ -525,7 +525,7 @@ static int lease_read_error(struct ac_chan *ch, const struct format *f, int e, c
 
 /* ------------------------------------------------------- the path-lock format */
 
-/* locks/.path-lock-transaction.json, version 1 (SPEC.md 3.7):
+/* locks/.path-lock-transaction.json, version 1 (docs/format.md 3.7):
  *   version, transaction_id, phase, operation lock|unlock|recover, event,
  *   target "<id>.json" (or "locks/<id>.json" from the Python tool), actor,
  *   before, after (base64 of the record file; null = no file)
@@ -1044,7 +1044,7 @@ static int journaled_commit(struct ac_chan *ch, const struct format *f, const st
     }
     /* From here on the change is published (its audit message is in the
      * channel): a failure leaves the journal for recover-pending to finish
-     * (SPEC 3.6, 3.7). */
+     * (format.md 3.6, 3.7). */
     /* 5. published */
     if (journal_write(dfd, &t, "published") == -1 && f->published_must_succeed) {
         ac_err_code(err, f->unsettled_code, "%s: %s", f->msg_published, strerror(errno));
@@ -1064,7 +1064,7 @@ fail:
 
 /* ------------------------------------------------- the plain task commit */
 
-/* A task record changed without a lease (SPEC 3.5, as in the Python tool):
+/* A task record changed without a lease (format.md 3.5, as in the Python tool):
  * no journal; the record is written, then its audit message posted, and a
  * failure once the record is in place (its directory sync, the post)
  * restores the previous bytes or removes a created record:

@@ -21,9 +21,9 @@
  * the two journals is data, a *format description* (journal.c):
  *
  *   - the file and its bytes: claims/.lease-transaction.json (version 2,
- *     sorted keys, ASCII: task_before/task_after/claim_changes, SPEC.md
+ *     sorted keys, ASCII: task_before/task_after/claim_changes, docs/format.md
  *     3.6) and locks/.path-lock-transaction.json (version 1, sorted keys,
- *     UTF-8: before/after of one lock record, SPEC.md 3.7), each exactly
+ *     UTF-8: before/after of one lock record, docs/format.md 3.7), each exactly
  *     as the Python tool writes and reads it, so either tool recovers the
  *     other's crash;
  *   - the fault points of every step ("lease.journal.prepared.write", ...,

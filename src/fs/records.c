@@ -2,9 +2,9 @@
  * records.c - the record families of the file-system backend (store.h):
  * one JSON file per record, in one directory per family:
  *
- *   tasks    tasks/<id>.json               SPEC.md 3.5
- *   claims   claims/<task>.<owner>.json    SPEC.md 3.6
- *   locks    locks/<lock_id>.json          SPEC.md 3.7
+ *   tasks    tasks/<id>.json               docs/format.md 3.5
+ *   claims   claims/<task>.<owner>.json    docs/format.md 3.6
+ *   locks    locks/<lock_id>.json          docs/format.md 3.7
  *   acks     .acks/<seq>/<agent>.json      docs/receipts.md
  *
  * A file is a record when its name ends in ".json" and does not start with

@@ -1,7 +1,7 @@
 /*
  * store_fs.c - the file system backend of the store interface.
  *
- * The folder is the whole state (SPEC.md 3). Every path below the root is
+ * The folder is the whole state (docs/format.md 3). Every path below the root is
  * reached through openat() with O_NOFOLLOW from the root descriptor, so a
  * symlink planted in the root or in a channel never leads outside.
  */
@@ -472,12 +472,11 @@ static int64_t fs_cursor_get(struct ac_chan *base, const char *agent, int64_t *m
 {
     int fd = fs_chan(base)->fd;
     if (mtime_us) {
-        char slug[AC_SLUG_MAX + 1], name[AC_SLUG_MAX + 8];
+        char name[AC_CURSOR_NAME_MAX];
         struct stat st;
         int cdir;
         *mtime_us = 0;
-        ac_slugify(agent, strlen(agent), slug);
-        snprintf(name, sizeof name, "%s.txt", slug);
+        ac_cursor_file(agent, name);
         cdir = ac_open_dir_at(fd, AC_CURSOR_DIR);
         if (cdir != -1) {
             if (fstatat(cdir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
@@ -492,6 +491,27 @@ static int fs_cursor_set(struct ac_chan *base, const char *agent, int64_t value,
                          struct ac_err *err)
 {
     return ac_cursor_set(fs_chan(base)->fd, agent, value, err);
+}
+
+static int fs_cursor_advance(struct ac_chan *base, const char *agent, const int64_t *expected,
+                             int64_t value, struct ac_err *err)
+{
+    return ac_cursor_advance(fs_chan(base)->fd, agent, expected, value, err);
+}
+
+static int fs_cursor_lock(struct ac_chan *base, const char *agent, struct ac_mutex **out,
+                          struct ac_err *err)
+{
+    struct ac_flock *m = malloc(sizeof *m);
+    *out = NULL;
+    if (!m)
+        return ac_err_sys(err, ENOMEM, NULL, "could not lock the cursor");
+    if (ac_cursor_lock(fs_chan(base)->fd, agent, m, err) == -1) {
+        free(m);
+        return -1;
+    }
+    *out = &m->base;
+    return 0;
 }
 
 /* ---- change notification (see dirwatch.h) ---- */
@@ -702,4 +722,6 @@ static const struct ac_store_ops fs_ops = {
     ac_fs_pending_read,
     ac_fs_pending_settle,
     ac_fs_pending_clear,
+    fs_cursor_advance,
+    fs_cursor_lock,
 };

@@ -1,5 +1,5 @@
 /*
- * fuzz_lockrec.c - path-lock records and the journals (SPEC.md 3.6, 3.7,
+ * fuzz_lockrec.c - path-lock records and the journals (docs/format.md 3.6, 3.7,
  * 3.9) as `lock`, `check`, `state` and `recover-pending` read them:
  * ac_lockrec_parse on the bytes of locks/<id>.json, and the journal engine
  * of the file-system backend (src/fs/journal.c) decoding the same bytes as
