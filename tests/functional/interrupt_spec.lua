@@ -32,7 +32,7 @@ local CASES = {
   { "ch:wait, only messages", "show(ch:wait{ as = 'bob', kinds = { 'event' }, timeout = 60 })" },
   { "h:wait", "show(ch:handle():wait{ as = 'carol', timeout = 60 })" },
   { "ch:wait_receipts", "show(ch:wait_receipts(1, { state = 'acked', timeout = 60 }))" },
-  { "receipts.wait", "show(require('agentchat.receipts').wait(ch:handle(), 1, { 'bob' }, 'read', 60))" },
+  { "receipts.wait", "show(require('agentchat._receipts').wait(ch:handle(), 1, { 'bob' }, 'read', 60))" },
   { "ch:request", "local res, msg, code, exit = ch:request{ from = 'alice', to = 'bob', "
       .. "type = 'shutdown_request', timeout = 60 } show(res, msg, code, exit)" },
   { "ch:await_response", "local r = assert(ch:request{ from = 'alice', to = 'bob', type = 'shutdown_request', "
