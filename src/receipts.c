@@ -88,7 +88,11 @@ int ac_ack_list(struct ac_chan *ch, uint64_t seq, char ***names, size_t *n, stru
     if (ac_chan_rec_scan(ch, AC_ACKS, prefix, AC_SCAN_NAMES, &set, &serr) == -1)
         return ac_err_sys(err, serr.sys_errno ? serr.sys_errno : EIO, NULL,
                           "could not list acks %s/%" PRIu64, AC_ACK_DIR, seq);
-    *names = calloc(set.n ? set.n : 1, sizeof **names);
+    if (set.n == 0) {
+        ac_recset_free(&set);
+        return 0;               /* none: *names stays NULL */
+    }
+    *names = calloc(set.n, sizeof **names);
     if (!*names) {
         ac_recset_free(&set);
         return ac_err_sys(err, ENOMEM, NULL, "could not list acks %s/%" PRIu64, AC_ACK_DIR, seq);
@@ -104,8 +108,12 @@ int ac_ack_list(struct ac_chan *ch, uint64_t seq, char ***names, size_t *n, stru
         set.v[i].name = NULL;
     }
     ac_recset_free(&set);
-    if (*n > 1)
+    if (*n == 0) {
+        free(*names);
+        *names = NULL;
+    } else if (*n > 1) {
         qsort(*names, *n, sizeof **names, cmp_str);
+    }
     return 0;
 }
 

@@ -802,6 +802,8 @@ static void check_leases(struct fsck *f, json_t *tasks, json_t *ids, const char 
             rc = -1;
         if (rc == -1) {
             const char *code = err.code ? err.code : "IO_ERROR";
+            json_decref(claim);
+            free(name);
             add(f, strcmp(code, "LEASE_INCONSISTENT") == 0 ? "FSCK_CLAIM_MISMATCH"
                    : strcmp(code, "LEASE_INVALID_RECORD") == 0 ? "FSCK_BAD_CLAIM" : "FSCK_BAD_ENTRY",
                 AC_CLAIMS_DIR, "%s: %s", code, err.msg);
