@@ -13,7 +13,9 @@
 # (the channel's members and cursor owners), the choices of --type,
 # --status, --role, --resolve-publication and --primitives, and file names for
 # --body-file, --script, --template, --history, --root and `run SCRIPT`,
-# and folder names for `import team|bus DIR`.
+# folder names for `import team|bus DIR`, and team names (the folders of
+# ${CLAUDE_CONFIG_DIR:-~/.claude}/teams) and folder names for
+# `import claude-team DIR|TEAM`.
 #
 # The option table below is static (no process is spawned on TAB);
 # tests/functional/install_spec.lua compares it with `agent-chat CMD -h`
@@ -26,7 +28,7 @@
 _agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import run watch repl hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
-_agent_chat_import_commands="team bus"
+_agent_chat_import_commands="team bus claude-team"
 _agent_chat_hook_kinds="session-start prompt stop"
 _agent_chat_primitives="messages cursors wait tasks dependencies leases path_locks state_summary"
 _agent_chat_types="message broadcast shutdown_request shutdown_response plan_approval_request plan_approval_response"
@@ -117,6 +119,9 @@ _agent_chat_spec()
         "import team" | "import bus")
             _agent_chat_valued="--into"; _agent_chat_flags+=" --dry-run --strict"
             _agent_chat_pos="dir" ;;
+        "import claude-team")
+            _agent_chat_valued="--into"; _agent_chat_flags+=" --dry-run --strict"
+            _agent_chat_pos="team" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
             _agent_chat_valued="--as --script --interval --retries --backoff --on-error --dead-letter --arg"
@@ -427,6 +432,12 @@ _agent_chat()
         file) _agent_chat_files ;;
         dir)
             mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+            compopt -o filenames 2>/dev/null ;;
+        team)
+            local teams=${CLAUDE_CONFIG_DIR:-$HOME/.claude}/teams
+            mapfile -t names < <(_agent_chat_names "$teams" "*" "")
+            _agent_chat_add "${names[@]}"
+            mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -d -- "$cur")
             compopt -o filenames 2>/dev/null ;;
         hook) _agent_chat_add $_agent_chat_hook_kinds ;;
     esac

@@ -36,7 +36,7 @@ M.commands = {
   { "compact", "state", "write state.md and post state.compacted" },
   { "task", "tasks", "task board: create, claim, update, finish tasks" },
   { "event", "events", "post and read capability/status events" },
-  { "import", "import", "import a team mailbox or receipt-bus folder into a channel" },
+  { "import", "import", "import a team mailbox, a receipt-bus folder or a Claude Code team into a channel" },
   { "run", "scripting", "run a Lua script with the agentchat API" },
   { "watch", "watch", "run a Lua handler for each new message (zero-token loop)" },
   { "repl", "repl", "interactive Lua with the agentchat API" },

@@ -211,6 +211,11 @@ end
 local COMPACT = { sort_keys = true, ensure_ascii = false, separators = { ",", ":" } }
 local SPACED = { sort_keys = true, ensure_ascii = false }
 
+--- The body of an event's message: compact JSON, sorted keys, UTF-8.
+function M.encode(obj)
+  return json.dumps(obj, COMPACT)
+end
+
 --- Validate and post an event on channel `ch` (an agentchat.Channel).
 function M.post(ch, spec)
   local obj = M.build(spec)
@@ -220,7 +225,7 @@ function M.post(ch, spec)
   end
   local res
   res, msg, code, exit = ch:post{ from = obj.agent, to = "all", title = "event:" .. obj.event,
-                                  status = "event." .. obj.event, body = json.dumps(obj, COMPACT) }
+                                  status = "event." .. obj.event, body = M.encode(obj) }
   if not res then
     return nil, msg, code, exit
   end

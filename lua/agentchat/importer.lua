@@ -30,7 +30,8 @@ local fail = errors.fail
 M.LINE_MAX = 1 << 20        -- bytes of one JSONL line
 M.FILE_MAX = 64 << 20       -- bytes of one file
 M.TITLE_MAX = 72            -- characters of a title made from a body
-M.KINDS = { team = true, bus = true }
+-- kind -> its module under agentchat.importers
+M.KINDS = { team = "team", bus = "bus", ["claude-team"] = "claude_team" }
 
 local ELOOP = 40
 
@@ -93,6 +94,43 @@ function M.expect(kinds, name, want, shown)
     .. (want == "dir" and "folder" or "regular file"))
 end
 
+--- The entries of dir (as M.entries) when it is a folder of its format:
+--- IMPORT_INVALID_FOLDER "no <marker> in 'dir' (not a <what>)" without the
+--- entry `marker`, and expect_all(list) for the others.
+function M.open_folder(dir, marker, what, list)
+  local kinds, msg, code, exit = M.entries(dir)
+  if not kinds then
+    return nil, msg, code, exit
+  end
+  if kinds[marker] == nil then
+    return fail("IMPORT_INVALID_FOLDER", "no " .. marker .. " in " .. py.repr_str(dir) .. " (not a " .. what .. ")")
+  end
+  local ok
+  ok, msg, code, exit = M.expect_all(kinds, list)
+  if not ok then
+    return nil, msg, code, exit
+  end
+  return kinds
+end
+
+--- The names of a roster {lead, members = {{name}, ...}}: the lead, then
+--- the members, each once, in roster order (the members of a channel an
+--- import creates).
+function M.roster_names(roster)
+  local out, seen = {}, {}
+  local function add(n)
+    if n and not seen[n] then
+      seen[n] = true
+      out[#out + 1] = n
+    end
+  end
+  add(roster.lead)
+  for _, m in ipairs(roster.members) do
+    add(m.name)
+  end
+  return out
+end
+
 --- expect() for each {name, want} of `list`, in order: true or the first
 --- failure.
 function M.expect_all(kinds, list)
@@ -105,34 +143,49 @@ function M.expect_all(kinds, list)
   return true
 end
 
---- The inbox files of dir/inbox, by name: {{file = "inbox/<name>.jsonl",
---- owner = "<name>"}, ...}. Other names (no ".jsonl", a leading ".") are
---- not inboxes and are ignored; an inbox that is not a regular file, or
---- whose owner name cannot be an agent name (invalid UTF-8, a control
---- character), is an error: skipping it would lose its messages.
-function M.inboxes(dir)
-  local kinds, names, code, exit = M.entries(dir, "inbox")
+--- The files of dir/<sub> named "<stem>.<ext>", by name: {{file =
+--- "<sub>/<name>", stem = "<stem>"}, ...}. Other names (another
+--- extension, a leading ".") are ignored; one that is not a regular file
+--- is an error: skipping it would lose what it holds.
+function M.files(dir, sub, ext)
+  local kinds, names, code, exit = M.entries(dir, sub)
   if not kinds then
     return nil, names, code, exit
   end
   local out = {}
+  local suffix = "^(.+)%." .. ext .. "$"
   for _, name in ipairs(names) do
-    local owner = name:match("^(.+)%.jsonl$")
-    if owner and name:sub(1, 1) ~= "." then
-      local file = "inbox/" .. name
+    local stem = name:match(suffix)
+    if stem and name:sub(1, 1) ~= "." then
+      local file = sub .. "/" .. name
       local ok, msg
       ok, msg, code, exit = M.expect(kinds, name, "file", file)
       if not ok then
         return nil, msg, code, exit
       end
-      if not sys.utf8_valid(owner) or owner:find("%c") then
-        return fail("IMPORT_INVALID_FOLDER", "cannot import " .. py.repr_str(file)
-          .. ": its name must be an agent name (valid UTF-8, no control characters)")
-      end
-      out[#out + 1] = { file = file, owner = owner }
+      out[#out + 1] = { file = file, stem = stem }
     end
   end
   return out
+end
+
+--- The inbox files of dir/<sub> (default "inbox", extension `ext`, default
+--- "jsonl"): M.files with {file, owner = stem}. An inbox whose owner name
+--- cannot be an agent name (invalid UTF-8, a control character) is an
+--- error too.
+function M.inboxes(dir, sub, ext)
+  local list, msg, code, exit = M.files(dir, sub or "inbox", ext or "jsonl")
+  if not list then
+    return nil, msg, code, exit
+  end
+  for _, f in ipairs(list) do
+    f.owner = f.stem
+    if not sys.utf8_valid(f.owner) or f.owner:find("%c") then
+      return fail("IMPORT_INVALID_FOLDER", "cannot import " .. py.repr_str(f.file)
+        .. ": its name must be an agent name (valid UTF-8, no control characters)")
+    end
+  end
+  return list
 end
 
 -- ------------------------------------------------------------ lines
@@ -142,15 +195,40 @@ function M.new_plan(kind, dir)
   return { kind = kind, dir = dir, records = {}, warnings = {}, skipped = 0, order = 0 }
 end
 
---- Record a skipped line.
-function M.warn(plan, file, line, message)
-  plan.warnings[#plan.warnings + 1] = { file = file, line = line, message = message }
+--- Record a skipped line (or, for a JSON array, the element `index`,
+--- from 0; neither for a whole file).
+function M.warn(plan, file, line, message, index)
+  plan.warnings[#plan.warnings + 1] = { file = file, line = line, index = index, message = message }
   plan.skipped = plan.skipped + 1
 end
 
---- Record a warning about a line that is imported all the same.
-function M.note(plan, file, line, message)
-  plan.warnings[#plan.warnings + 1] = { file = file, line = line, message = message }
+--- Record a warning about a line (or element) that is imported all the same.
+function M.note(plan, file, line, message, index)
+  plan.warnings[#plan.warnings + 1] = { file = file, line = line, index = index, message = message }
+end
+
+--- Record a task file that is skipped.
+function M.warn_task(plan, file, message)
+  plan.warnings[#plan.warnings + 1] = { file = file, message = message }
+  plan.tasks_skipped = (plan.tasks_skipped or 0) + 1
+end
+
+--- The JSON value of a whole file, which must be an object (want
+--- "object") or an array ("array"; `[]` included): the value, or nil and
+--- the problem.
+function M.json_file(text, want)
+  if not sys.utf8_valid(text) then
+    return nil, "not valid UTF-8"
+  end
+  local v, msg = json.loads(text)
+  if v == nil then
+    return nil, "not valid JSON: " .. msg
+  end
+  local is_array = type(v) == "table" and (json.is_array(v) or (want == "array" and next(v) == nil))
+  if type(v) ~= "table" or (want == "array") ~= is_array then
+    return nil, "not a JSON " .. want
+  end
+  return v
 end
 
 --- Read the file src.file of dir and call fn(record, lineno) for each line
@@ -317,38 +395,56 @@ end
 
 -- ------------------------------------------------------------ load / apply
 
---- Read the folder of `kind` ("team" or "bus").
+--- Read the folder of `kind` ("team", "bus" or "claude-team": a folder or
+--- a team name).
 function M.load(kind, dir)
   if not M.KINDS[kind] then
     error("unknown import kind: " .. tostring(kind), 2)
   end
-  local ok, msg, code, exit = M.check_dir(dir)
-  if not ok then
-    return nil, msg, code, exit
+  local mod = require("agentchat.importers." .. M.KINDS[kind])
+  if not mod.locates then
+    local ok, msg, code, exit = M.check_dir(dir)
+    if not ok then
+      return nil, msg, code, exit
+    end
   end
-  return require("agentchat.importers." .. kind).load(dir)
+  return mod.load(dir)
+end
+
+--- Note what message m of a channel says for the import keys and the
+--- requests: keys[import key] = seq (also for each key extra_keys(m)
+--- lists), requests[request id] = seq of the first request.
+function M.learn(m, keys, requests, extra_keys)
+  local f = m.fields
+  if f.import_id then
+    keys[f.import_id] = keys[f.import_id] or m.seq
+  end
+  if f.request_id and type(f.type) == "string" and f.type:match("_request$") then
+    requests[f.request_id] = requests[f.request_id] or m.seq
+  end
+  if extra_keys then
+    for _, k in ipairs(extra_keys(m)) do
+      keys[k] = keys[k] or m.seq
+    end
+  end
 end
 
 -- What the channel already has: import keys and request seqs.
-local function existing(ch)
+local function existing(ch, plan)
   local batch, msg, code, exit = ch:peek(math.maxinteger)
   if not batch then
     return nil, msg, code, exit
   end
   local keys, requests = {}, {}
   for _, m in ipairs(batch.messages) do
-    local f = m.fields
-    if f.import_id then
-      keys[f.import_id] = keys[f.import_id] or m.seq
-    end
-    if f.request_id and type(f.type) == "string" and f.type:match("_request$") then
-      requests[f.request_id] = requests[f.request_id] or m.seq
-    end
+    M.learn(m, keys, requests, plan.channel_keys)
   end
   return keys, requests
 end
 
-local function post(ch, rec, requests)
+--- Post one record (reply_to the request of its reply_for id when
+--- `requests` has it): ch:post's result.
+function M.post(ch, rec, requests)
   local reply = rec.reply_for and requests[rec.reply_for] or 0
   return ch:post{
     from = rec.from, to = rec.to, title = rec.title, body = rec.body,
@@ -387,16 +483,26 @@ end
 
 --- Whether the plan may be imported: IMPORT_MALFORMED_LINES when every
 --- line was malformed (nothing to import: a wrong folder, most likely, and
---- no channel should be made for it), or, with `strict`, when any was;
---- else true.
+--- no channel should be made for it), or, with `strict`, when any was (a
+--- task file included); else true.
 function M.strict_check(plan, strict)
-  local lines = plan.skipped .. " malformed line" .. (plan.skipped == 1 and "" or "s")
-  if plan.skipped > 0 and #plan.records == 0 then
-    return fail("IMPORT_MALFORMED_LINES", "every line in " .. py.repr_str(plan.dir) .. " is malformed ("
-      .. lines .. "): nothing imported")
+  local unit = plan.unit == "entries" and "entr" or "line"
+  local function many(n, what)
+    return n .. " malformed " .. what .. (n == 1 and (what == "entr" and "y" or "") or
+      (what == "entr" and "ies" or "s"))
   end
-  if strict and plan.skipped > 0 then
-    return fail("IMPORT_MALFORMED_LINES", lines .. " in " .. py.repr_str(plan.dir) .. " (strict: nothing imported)")
+  local lines = many(plan.skipped, unit)
+  local tasks = plan.tasks_skipped or 0
+  if plan.skipped > 0 and #plan.records == 0 and #(plan.tasks or {}) == 0 then
+    return fail("IMPORT_MALFORMED_LINES", "every " .. (unit == "entr" and "entry" or "line") .. " in "
+      .. py.repr_str(plan.dir) .. " is malformed (" .. lines .. "): nothing imported")
+  end
+  if strict and (plan.skipped > 0 or tasks > 0) then
+    local what = plan.skipped > 0 and lines or ""
+    if tasks > 0 then
+      what = what .. (what ~= "" and " and " or "") .. tasks .. " malformed task file" .. (tasks == 1 and "" or "s")
+    end
+    return fail("IMPORT_MALFORMED_LINES", what .. " in " .. py.repr_str(plan.dir) .. " (strict: nothing imported)")
   end
   return true
 end
@@ -436,7 +542,7 @@ function M.apply(ch, plan, opts)
   if lock == nil then
     return nil, lmsg, lcode, lexit
   end
-  local keys, requests, code, exit = existing(ch)
+  local keys, requests, code, exit = existing(ch, plan)
   if not keys then
     return nil, requests, code, exit
   end
@@ -451,7 +557,8 @@ function M.apply(ch, plan, opts)
     return a.order < b.order
   end)
   local report = { imported = 0, present = 0, skipped = plan.skipped, warnings = plan.warnings,
-                   seqs = {}, dry_run = opts.dry_run and true or false, acked = 0, acks_present = 0 }
+                   seqs = {}, dry_run = opts.dry_run and true or false, acked = 0, acks_present = 0,
+                   unit = plan.unit }
   for _, rec in ipairs(recs) do
     if keys[rec.key] then
       report.present = report.present + 1
@@ -463,7 +570,7 @@ function M.apply(ch, plan, opts)
         return fail("INTERRUPTED", "cancelled by user")
       end
       local res, msg
-      res, msg, code, exit = post(ch, rec, requests)
+      res, msg, code, exit = M.post(ch, rec, requests)
       if not res then
         return nil, msg .. " (after importing " .. report.imported .. " of " .. #recs
           .. " messages; run the import again to finish)", code, exit
@@ -483,22 +590,188 @@ function M.apply(ch, plan, opts)
         .. " messages; run the import again to finish)", code, exit
     end
   end
+  if plan.tasks then
+    local ok, msg
+    ok, msg, code, exit = M.apply_tasks(ch, plan, report, opts)
+    if not ok then
+      return nil, msg, code, exit
+    end
+  end
   return report
 end
 
---- "file:line: message" of a warning.
-function M.where(w)
-  return w.file .. ":" .. w.line .. ": " .. w.message
+-- ------------------------------------------------------------ tasks
+
+-- The transitions from `open` that reach each status of the board
+-- (docs/tasks.md: open -> in_progress -> done; open -> cancelled, blocked).
+local STEPS = { open = {}, in_progress = { "in_progress" }, done = { "in_progress", "done" },
+                cancelled = { "cancelled" }, blocked = { "blocked" } }
+
+--- Order the plan's tasks dependencies first; a task whose dependencies
+--- form a cycle is left out with a warning (a format module calls this
+--- once it has read them).
+function M.order_tasks(plan)
+  local by_id, state, out = {}, {}, {}
+  for _, t in ipairs(plan.tasks) do
+    by_id[t.id] = t
+  end
+  local function visit(t)
+    if state[t.id] == "done" then
+      return true
+    elseif state[t.id] == "visiting" then
+      return false
+    end
+    state[t.id] = "visiting"
+    for _, d in ipairs(t.depends_on) do
+      if by_id[d] and not visit(by_id[d]) then
+        state[t.id] = "done"
+        t.cycle = true
+        return false
+      end
+    end
+    state[t.id] = "done"
+    out[#out + 1] = t
+    return true
+  end
+  for _, t in ipairs(plan.tasks) do
+    visit(t)
+  end
+  for _, t in ipairs(plan.tasks) do
+    if t.cycle then
+      M.warn_task(plan, t.file, "its blockedBy makes a cycle (not imported)")
+    end
+  end
+  plan.tasks = out
 end
 
---- The summary of a report: one line, and a second one about acks for a
---- format that has ack state (with_acks).
+-- Move task t along STEPS from the board's status `from` to t.status; a
+-- step the board refuses (a dependency not done yet) leaves it there with
+-- a warning.
+local function advance(ch, plan, t, from, report)
+  local steps, at = STEPS[t.status] or {}, 0
+  for i, s in ipairs(steps) do
+    if s == from then
+      at = i
+    end
+  end
+  if at == 0 and from ~= "open" then
+    return true
+  end
+  for i = at + 1, #steps do
+    local ok, msg, code, exit = ch:task_update(t.id, { as = t.owner or plan.task_actor, status = steps[i] })
+    if not ok then
+      if type(code) == "string" and (code:match("^TASK_") or code:match("^LEASE_")) then
+        M.note(plan, t.file, nil, "task " .. t.id .. " stays " .. (i == 1 and from or steps[i - 1]) .. ": " .. msg)
+        report.warnings = plan.warnings
+        return true
+      end
+      return nil, msg, code, exit
+    end
+  end
+  return true
+end
+
+--- Put the plan's tasks ({id, title, status, owner, depends_on,
+--- acceptance, file}) on the board after its messages (M.apply): a task
+--- whose id is on the board already is present (and moved on toward its
+--- status when the board has the same title and an earlier status: a re-run
+--- finishes an interrupted import); one with another title there is
+--- skipped with a warning. Counts into report.tasks_imported,
+--- tasks_present and tasks_skipped.
+function M.apply_tasks(ch, plan, report, opts)
+  report.tasks_imported, report.tasks_present = 0, 0
+  report.tasks_skipped = plan.tasks_skipped or 0
+  if not plan.tasks or #plan.tasks == 0 then
+    return true
+  end
+  local list, msg, code, exit = ch:tasks()
+  if not list then
+    return nil, msg, code, exit
+  end
+  local board = {}
+  for _, r in ipairs(list) do
+    board[r.id] = r
+  end
+  local ordered = plan.tasks
+  local planned = {}
+  for _, t in ipairs(ordered) do
+    planned[t.id] = true
+  end
+  for _, t in ipairs(ordered) do
+    if not opts.dry_run and sys.interrupted() then
+      return fail("INTERRUPTED", "cancelled by user")
+    end
+    local deps = {}
+    for _, d in ipairs(t.depends_on) do
+      if planned[d] or board[d] then
+        deps[#deps + 1] = d
+      else
+        M.note(plan, t.file, nil, "blockedBy " .. d .. " is not a task of the list (left out)")
+      end
+    end
+    local have = board[t.id]
+    if have and have.title ~= t.title then
+      M.warn_task(plan, t.file, "task " .. t.id .. " is on the board already with another title (left as it is)")
+      report.tasks_skipped = report.tasks_skipped + 1
+      planned[t.id] = nil
+    elseif have then
+      report.tasks_present = report.tasks_present + 1
+      if not opts.dry_run then
+        local ok
+        ok, msg, code, exit = advance(ch, plan, t, have.status, report)
+        if not ok then
+          return nil, msg, code, exit
+        end
+      end
+    elseif opts.dry_run then
+      report.tasks_imported = report.tasks_imported + 1
+    else
+      local rec
+      rec, msg, code, exit = ch:task_create{ id = t.id, created_by = plan.task_actor, title = t.title,
+                                             owner = t.owner, depends_on = deps, acceptance = t.acceptance }
+      local ok = rec
+      if ok then
+        board[t.id] = rec
+        report.tasks_imported = report.tasks_imported + 1
+        ok, msg, code, exit = advance(ch, plan, t, "open", report)
+      end
+      if not ok then
+        return nil, msg .. " (after importing " .. report.tasks_imported .. " of " .. #ordered
+          .. " tasks; run the import again to finish)", code, exit
+      end
+    end
+  end
+  report.warnings = plan.warnings
+  return true
+end
+
+--- "file:line: message" of a warning ("file[index]: " for an element of a
+--- JSON array, "file: " for a whole file).
+function M.where(w)
+  local at = w.file
+  if w.line then
+    at = at .. ":" .. w.line
+  elseif w.index then
+    at = at .. "[" .. w.index .. "]"
+  end
+  return at .. ": " .. w.message
+end
+
+--- The summary of a report: one line, a second one about acks for a
+--- format that has ack state (with_acks), and one about tasks for a plan
+--- that has task files (report.tasks_imported).
 function M.summary(report, with_acks)
-  local text = string.format("%s %d messages (%d already present, %d lines skipped)\n",
-    report.dry_run and "would import" or "imported", report.imported, report.present, report.skipped)
+  local text = string.format("%s %d messages (%d already present, %d %s skipped)\n",
+    report.dry_run and "would import" or "imported", report.imported, report.present, report.skipped,
+    report.unit or "lines")
   if with_acks then
     text = text .. string.format("%s %d acks (%d already present)\n",
       report.dry_run and "would record" or "recorded", report.acked or 0, report.acks_present or 0)
+  end
+  if report.tasks_imported then
+    text = text .. string.format("%s %d tasks (%d already present, %d skipped)\n",
+      report.dry_run and "would import" or "imported", report.tasks_imported, report.tasks_present,
+      report.tasks_skipped)
   end
   return text
 end

@@ -384,7 +384,9 @@ describe("the bash completion", function()
     { { "agent-chat", "channels", "" }, {} },
     { { "agent-chat", "init", "" }, {} },
     { { "agent-chat", "frobnicate", "" }, {} },
-    { { "agent-chat", "import", "" }, { "bus", "team" } },
+    { { "agent-chat", "import", "" }, { "bus", "claude-team", "team" } },
+    { { "agent-chat", "import", "claude-team", "ref" }, { "refactor-squad" } },
+    { { "agent-chat", "import", "claude-team", "b" }, { "body.d" } },
     { { "agent-chat", "import", "team", "--into", "d" }, { "dev" } },
     { { "agent-chat", "import", "bus", "x", "--" }, { "--dry-run", "--help", "--into", "--strict" } },
     { { "agent-chat", "import", "team", "bo" }, { "body.d" } },
@@ -414,7 +416,11 @@ describe("the bash completion", function()
     for i, c in ipairs(CASES) do
       cases[i] = c[1]
     end
-    results = complete(COMPLETION, cases, { AGENT_CHAT_ROOT = root }, cwd)
+    local p = io.popen("cd " .. F.sh(H.repo) .. " && pwd")
+    local repo = p:read("l")
+    p:close()
+    results = complete(COMPLETION, cases, { AGENT_CHAT_ROOT = root,
+                                            CLAUDE_CONFIG_DIR = repo .. "/tests/fixtures/claude-teams/home" }, cwd)
   end)
 
   for i, c in ipairs(CASES) do

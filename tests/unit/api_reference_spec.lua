@@ -315,6 +315,7 @@ local function source_codes()
     local text = built and H.read(H.repo .. "/" .. path) or ""
     for s in text:gmatch('"([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])"') do
       if not IGNORED_STRINGS[s] and not s:match("^AGENT_CHAT_") and not s:match("^XDG_")
+          and not s:match("^CLAUDE_")
           and not s:match("^LUA_") then
         out[s] = out[s] or path
       end
@@ -786,6 +787,8 @@ describe("every documented function", function()
       type = "status", status = "napping" }))
     assert.equal('{"agent": "carol", "event": "status", "harness": "h", "schema_version": 1, '
       .. '"status": "busy", "ts": "2026-01-01T00:00:00+00:00"}', events.format(obj))
+    assert.equal('{"agent":"carol","event":"status","harness":"h","schema_version":1,'
+      .. '"status":"busy","ts":"2026-01-01T00:00:00+00:00"}', events.encode(obj))
     local posted, res = assert(events.post(ch, { agent = "carol", harness = "h", type = "status", status = "busy" }))
     assert.equal("busy", posted.status)
     assert.is_number(res.seq)
@@ -824,6 +827,12 @@ describe("every documented function", function()
     assert.has_error(function()
       ich:import_team(42)
     end)
+    r = assert(ich:import_claude_team(H.repo .. "/tests/fixtures/claude-teams/home/teams/refactor-squad",
+                                      { dry_run = true }))
+    assert.same({ 16, 0, 6, 5, 0, 1, true }, { r.imported, r.present, r.skipped, r.tasks_imported, r.tasks_present,
+                                              r.tasks_skipped, r.dry_run })
+    fails("ch.import_claude_team", "IMPORT_INVALID_FOLDER", ich:import_claude_team(fixtures .. "bus"))
+    fails("ch.import_claude_team", "IMPORT_INVALID_CONFIG", ich:import_claude_team(bad))
     ich:close()
   end)
 

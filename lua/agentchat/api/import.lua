@@ -4,6 +4,8 @@
 --
 --   ch:import_team(dir [, {dry_run=false, strict=false}])  -- report
 --   ch:import_bus(dir [, {dry_run=false, strict=false}])   -- report
+--   ch:import_claude_team(dir_or_team [, {dry_run=false, strict=false}])
+--                                                          -- report
 --
 -- A report is {imported, present, skipped, warnings = {{file, line,
 -- message}}, seqs, dry_run}.
@@ -12,10 +14,10 @@ local A = {}
 function A.install(Channel, _)
   local function run(ch, kind, dir, opts)
     if type(dir) ~= "string" then
-      error("import_" .. kind .. " expects a folder path", 3)
+      error("import_" .. kind:gsub("-", "_") .. " expects a folder path", 3)
     end
     if opts ~= nil and type(opts) ~= "table" then
-      error("import_" .. kind .. " expects nil or {dry_run=, strict=}", 3)
+      error("import_" .. kind:gsub("-", "_") .. " expects nil or {dry_run=, strict=}", 3)
     end
     local importer = require "agentchat.importer"
     local plan, msg, code, exit = importer.load(kind, dir)
@@ -31,6 +33,10 @@ function A.install(Channel, _)
 
   function Channel:import_bus(dir, opts)
     return run(self, "bus", dir, opts)
+  end
+
+  function Channel:import_claude_team(dir, opts)
+    return run(self, "claude-team", dir, opts)
   end
 end
 

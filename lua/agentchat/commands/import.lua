@@ -1,5 +1,6 @@
--- agentchat.commands.import: `import team DIR --into CH` and `import bus DIR
--- --into CH` (docs/import.md).
+-- agentchat.commands.import: `import team DIR --into CH`, `import bus DIR
+-- --into CH` (docs/import.md) and `import claude-team DIR|TEAM --into CH`
+-- (docs/claude-teams.md).
 --
 -- The folder is read and checked completely before anything is written:
 -- a missing, unreadable or malformed file, a folder whose every line is
@@ -37,14 +38,25 @@ local function create(root, name, plan, ctx)
   return ch, msg, code, exit
 end
 
--- Post the plan into ch and print the summary.
+-- Print the plan's warnings from the n-th on; returns how many there are.
+local function warn(ctx, plan, n)
+  for i = n, #plan.warnings do
+    ctx.err("agent-chat: warning: " .. importer.where(plan.warnings[i]) .. "\n")
+  end
+  return #plan.warnings
+end
+
+-- Post the plan into ch and print the summary (and the warnings of the
+-- posting itself: a task the board keeps as it is).
 local function finish(ch, plan, args, ctx)
+  local shown = #plan.warnings
   local report, msg, code, exit = importer.apply(ch, plan, {
     dry_run = args.dry_run,
     on_wait = function()
       ctx.err(string.format("agent-chat: waiting for another import into '%s' to finish\n", args.into))
     end,
   })
+  warn(ctx, plan, shown + 1)
   if not report then
     return ctx.fail(msg, code, exit)
   end
@@ -66,9 +78,7 @@ local function run(kind, args, ctx)
   if not plan then
     return ctx.fail(msg, code, exit)
   end
-  for _, w in ipairs(plan.warnings) do
-    ctx.err("agent-chat: warning: " .. importer.where(w) .. "\n")
-  end
+  warn(ctx, plan, 1)
   local ok
   ok, msg, code, exit = importer.strict_check(plan, args.strict)
   if not ok then
@@ -82,7 +92,9 @@ local function run(kind, args, ctx)
       nacks = nacks + #rec.acks
     end
     ctx.out(importer.summary({ imported = #plan.records, present = 0, skipped = plan.skipped, dry_run = true,
-                               acked = nacks, acks_present = 0 }, plan.kind == "bus"))
+                               acked = nacks, acks_present = 0, unit = plan.unit,
+                               tasks_imported = plan.tasks and #plan.tasks, tasks_present = 0,
+                               tasks_skipped = plan.tasks_skipped or 0 }, plan.kind == "bus"))
     return 0
   end
   local made, cmsg, ccode, cexit = create(root, args.into, plan, ctx)
@@ -97,8 +109,8 @@ local function run(kind, args, ctx)
   return finish(made, plan, args, ctx)
 end
 
-local function options(p, what)
-  p:positional{ "dir", metavar = "DIR", help = what }
+local function options(p, what, metavar)
+  p:positional{ "dir", metavar = metavar or "DIR", help = what }
   p:option{ "--into", required = true, metavar = "CH", help = "channel to import into (created if missing)" }
   p:option{ "--dry-run", action = "store_true",
             help = "read and check the folder, say what would be imported, write nothing" }
@@ -120,6 +132,13 @@ function M.register(sub)
         options(p, "the bus folder")
         p:set_defaults{ handler = function(args, ctx)
           return run("bus", args, ctx)
+        end }
+      end })
+      is:parser("claude-team", { help = "a Claude Code agent team: config.json, inboxes/<name>.json and its "
+          .. "task files (docs/claude-teams.md)", build = function(p)
+        options(p, "the team folder (~/.claude/teams/<team>), or the team's name", "DIR|TEAM")
+        p:set_defaults{ handler = function(args, ctx)
+          return run("claude-team", args, ctx)
         end }
       end })
     end })

@@ -16,7 +16,6 @@
 local importer = require "agentchat.importer"
 local json = require "agentchat.json"
 local protocols = require "agentchat.protocols"
-local py = require "agentchat.pycompat"
 local sys = require "agentchat.sys"
 
 local T = {}
@@ -88,23 +87,6 @@ local function read_config(dir)
                                             agentType = importer.value(m, "agentType") }
   end
   return roster
-end
-
--- The members of the channel the import creates: the lead, then the
--- members, each once, in roster order.
-local function member_names(roster)
-  local out, seen = {}, {}
-  local function add(n)
-    if n and not seen[n] then
-      seen[n] = true
-      out[#out + 1] = n
-    end
-  end
-  add(roster.lead)
-  for _, m in ipairs(roster.members) do
-    add(m.name)
-  end
-  return out
 end
 
 -- One line of inbox/<owner>.jsonl: the record, or nil and the problem.
@@ -186,18 +168,12 @@ end
 
 --- Read a team folder into a plan (importer.load).
 function T.load(dir)
-  local kinds, msg, code, exit = importer.entries(dir)
+  local kinds, msg, code, exit = importer.open_folder(dir, "config.json", "team folder",
+                                                      { { "config.json", "file" }, { "inbox", "dir" } })
   if not kinds then
     return nil, msg, code, exit
   end
-  if kinds["config.json"] == nil then
-    return fail("IMPORT_INVALID_FOLDER", "no config.json in " .. py.repr_str(dir) .. " (not a team folder)")
-  end
   local ok
-  ok, msg, code, exit = importer.expect_all(kinds, { { "config.json", "file" }, { "inbox", "dir" } })
-  if not ok then
-    return nil, msg, code, exit
-  end
   local roster
   roster, msg, code, exit = read_config(dir)
   if not roster then
@@ -205,7 +181,7 @@ function T.load(dir)
   end
   local plan = importer.new_plan("team", dir)
   plan.roster = roster
-  plan.init = { members = member_names(roster), topic = "team " .. roster.name }
+  plan.init = { members = importer.roster_names(roster), topic = "team " .. roster.name }
   if not kinds.inbox then
     return plan
   end
