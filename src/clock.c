@@ -1,7 +1,9 @@
 /* clock.c - monotonic deadlines, ISO timestamps, interrupt flag. */
+#define _GNU_SOURCE   /* ppoll */
 #include "agentchat/clock.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,6 +71,35 @@ int ac_clock_sleep_ns(int64_t ns)
     ac_clock_release_interrupts(&old);
     if (rc == -1)
         errno = EINTR;
+    return rc;
+}
+
+int ac_clock_poll_until(struct pollfd *pfd, unsigned long n, int64_t deadline)
+{
+    sigset_t old, waiting;
+    int rc;
+    ac_clock_hold_interrupts(&old, &waiting);
+    for (;;) {
+        int64_t left = deadline - ac_clock_mono_ns();
+        struct timespec ts;
+        if (interrupt_signal) {
+            errno = EINTR;
+            rc = -1;
+            break;
+        }
+        if (left < 0)
+            left = 0;
+        ts.tv_sec = (time_t)(left / 1000000000);
+        ts.tv_nsec = (long)(left % 1000000000);
+        /* Unblocks the two signals only while it waits (see above). */
+        rc = ppoll(pfd, (nfds_t)n, &ts, &waiting);
+        if (rc == -1 && errno == EINTR)
+            continue;           /* re-checks the interrupt flag */
+        if (rc > 0)
+            rc = 1;
+        break;
+    }
+    ac_clock_release_interrupts(&old);
     return rc;
 }
 

@@ -25,6 +25,14 @@
  *                                         cursor lock, released like ch:exclusive's)
  *                                         | nil, msg, "CURSOR_BUSY"|"INTERRUPTED"|"IO_ERROR", exit
  *   ch:wait{as=, after=, timeout=, interval=}
+ *   ch:watch()                            -- userdata "agentchat.chanwatch": the
+ *                                         channel's change notification, opened now
+ *       w:wait(seconds [, hostwatch])     -- changed, host_changed (booleans) |
+ *                                         nil, msg, "INTERRUPTED", 130: one wait for
+ *                                         the channel and an agentchat.folder watch
+ *       w:notifying()                     -- false when the store cannot notify
+ *                                         (the caller then rescans every so often)
+ *       w:close()                         -- also __close and __gc
  *   ch:claim_marker(marker, agent)        -- destination name
  *   ch:exclusive(wait)                    -- userdata "agentchat.dirlock" (:release(),
  *                                         __close, __gc) | nil, msg, "CHANNEL_BUSY", 1 when
@@ -48,6 +56,7 @@
 #include <lua.h>
 
 #include "agentchat/channel.h"
+#include "agentchat/hostfile.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/store.h"
 #include "agentchat/wait.h"
@@ -55,6 +64,7 @@
 #define STORE_MT "agentchat.store"
 #define CHAN_MT "agentchat.channel"
 #define DIRLOCK_MT "agentchat.dirlock"
+#define CHANWATCH_MT "agentchat.chanwatch"
 
 /* A store handle. The C store must outlive every channel opened from it
  * (store.h), yet a script may close the store first (`root:close()` with a
@@ -721,6 +731,86 @@ static int chan_wait(lua_State *L)
     return 1;
 }
 
+/* A change notification of a channel (ch:watch()), kept open between
+ * waits so that nothing published between a scan and the next wait is
+ * missed. Its user value is the channel handle, so the channel lives as
+ * long as the watch. */
+struct l_chanwatch {
+    struct l_chan *c;
+    struct ac_watch *w;         /* NULL: the store cannot notify (poll) */
+    int closed;
+};
+
+static struct l_chanwatch *check_chanwatch(lua_State *L)
+{
+    struct l_chanwatch *cw = luaL_checkudata(L, 1, CHANWATCH_MT);
+    if (cw->closed)
+        luaL_error(L, "attempt to use a closed watch");
+    if (!cw->c->ch)
+        luaL_error(L, "attempt to use a watch of a closed channel");
+    return cw;
+}
+
+static int chan_watch(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    struct l_chanwatch *cw = lua_newuserdatauv(L, sizeof *cw, 1);
+    cw->c = c;
+    cw->closed = 0;
+    cw->w = ac_chan_watch_open(c->ch, AC_WATCH_MESSAGES, 0);
+    luaL_setmetatable(L, CHANWATCH_MT);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    return 1;
+}
+
+/* w:wait(seconds [, hostwatch]): one wait for a change of the channel or
+ * of the host folder (wait.h: ac_wait_nap_fd); the host watch's
+ * notifications are consumed. */
+static int chanwatch_wait(lua_State *L)
+{
+    struct l_chanwatch *cw = check_chanwatch(L);
+    lua_Number secs = luaL_checknumber(L, 2);
+    struct ac_host_watch *hw = lua_isnoneornil(L, 3) ? NULL : ac_lua_checkhostwatch(L, 3);
+    struct ac_err err = AC_ERR_INIT;
+    int which;
+    int64_t ns = secs > 0 ? (secs > 86400.0 ? 86400LL * 1000000000 : (int64_t)(secs * 1e9)) : 0;
+    if (ac_wait_nap_fd(cw->c->ch, &cw->w, hw ? ac_host_watch_fd(hw) : -1, ns, &which, &err) == -1)
+        return ac_lua_fail_err(L, &err);
+    if (which & 2)
+        ac_host_watch_wait(hw, 0);
+    lua_pushboolean(L, which & 1);
+    lua_pushboolean(L, (which & 2) != 0);
+    return 2;
+}
+
+static int chanwatch_notifying(lua_State *L)
+{
+    lua_pushboolean(L, check_chanwatch(L)->w != NULL);
+    return 1;
+}
+
+static int chanwatch_close(lua_State *L)
+{
+    struct l_chanwatch *cw = luaL_checkudata(L, 1, CHANWATCH_MT);
+    if (!cw->closed) {
+        /* A channel closed first took its store's table with it: the
+         * watch's descriptors then go with the process. */
+        if (cw->w && cw->c->ch)
+            ac_chan_watch_close(cw->c->ch, cw->w);
+        cw->w = NULL;
+        cw->closed = 1;
+    }
+    return 0;
+}
+
+static int chanwatch_tostring(lua_State *L)
+{
+    struct l_chanwatch *cw = luaL_checkudata(L, 1, CHANWATCH_MT);
+    lua_pushstring(L, cw->closed ? "agentchat.chanwatch (closed)" : "agentchat.chanwatch");
+    return 1;
+}
+
 static int chan_claim_marker(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
@@ -829,6 +919,11 @@ static const luaL_Reg dirlock_methods[] = {
     { "release", dirlock_release }, { NULL, NULL }
 };
 
+static const luaL_Reg chanwatch_methods[] = {
+    { "wait", chanwatch_wait }, { "notifying", chanwatch_notifying }, { "close", chanwatch_close },
+    { NULL, NULL }
+};
+
 static const luaL_Reg store_methods[] = {
     { "channels", store_channels }, { "create", store_create }, { "channel", store_channel },
     { "root", store_root }, { "close", store_gc }, { NULL, NULL }
@@ -839,7 +934,7 @@ static const luaL_Reg chan_methods[] = {
     { "fetch", chan_fetch }, { "last", chan_last }, { "message", chan_message },
     { "summary", chan_summary }, { "cursor", chan_cursor }, { "set_cursor", chan_set_cursor },
     { "advance_cursor", chan_advance_cursor }, { "cursor_lock", chan_cursor_lock },
-    { "wait", chan_wait }, { "claim_marker", chan_claim_marker },
+    { "wait", chan_wait }, { "watch", chan_watch }, { "claim_marker", chan_claim_marker },
     { "write_state", chan_write_state }, { "exclusive", chan_exclusive },
     { "close", chan_close }, { NULL, NULL }
 };
@@ -849,27 +944,12 @@ static const luaL_Reg funcs[] = {
     { "meta_compose", l_meta_compose }, { "parse_meta", l_parse_meta }, { NULL, NULL }
 };
 
-static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,
-                      lua_CFunction gc, lua_CFunction tostr)
-{
-    luaL_newmetatable(L, name);
-    lua_newtable(L);
-    luaL_setfuncs(L, methods, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, tostr);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
-}
-
 int luaopen_agentchat_store(lua_State *L)
 {
-    new_class(L, STORE_MT, store_methods, store_gc, store_tostring);
-    new_class(L, CHAN_MT, chan_methods, chan_close, chan_tostring);
-    new_class(L, DIRLOCK_MT, dirlock_methods, dirlock_release, dirlock_tostring);
+    ac_lua_new_class(L, STORE_MT, store_methods, store_gc, store_tostring);
+    ac_lua_new_class(L, CHAN_MT, chan_methods, chan_close, chan_tostring);
+    ac_lua_new_class(L, DIRLOCK_MT, dirlock_methods, dirlock_release, dirlock_tostring);
+    ac_lua_new_class(L, CHANWATCH_MT, chanwatch_methods, chanwatch_close, chanwatch_tostring);
     luaL_newlib(L, funcs);
     return 1;
 }

@@ -127,6 +127,24 @@ int ac_lua_push_errno(lua_State *L, int e)
     return 3;
 }
 
+void ac_lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                      lua_CFunction tostr)
+{
+    luaL_newmetatable(L, name);
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__close");
+    if (tostr) {
+        lua_pushcfunction(L, tostr);
+        lua_setfield(L, -2, "__tostring");
+    }
+    lua_pop(L, 1);
+}
+
 int ac_lua_fail_err(lua_State *L, const struct ac_err *err)
 {
     return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",

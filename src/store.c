@@ -141,6 +141,15 @@ int ac_chan_watch_wait(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_n
     return CHOPS(ch)->watch_wait(w, timeout_ns);
 }
 
+int ac_chan_watch_wait_fd(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_ns, int fd)
+{
+    if (!HAS(ch->store, 3, watch_wait_fd)) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return CHOPS(ch)->watch_wait_fd(w, timeout_ns, fd);
+}
+
 void ac_chan_watch_close(struct ac_chan *ch, struct ac_watch *w)
 {
     if (w)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -88,15 +89,39 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
 
 int ac_wait_nap(struct ac_chan *ch, struct ac_watch **w, int64_t nap_ns, struct ac_err *err)
 {
+    return ac_wait_nap_fd(ch, w, -1, nap_ns, NULL, err);
+}
+
+int ac_wait_nap_fd(struct ac_chan *ch, struct ac_watch **w, int fd, int64_t nap_ns, int *which,
+                   struct ac_err *err)
+{
+    int rc;
+    if (which)
+        *which = 0;
     if (*w) {
-        if (ac_chan_watch_wait(ch, *w, nap_ns) != -1)
+        rc = fd < 0 ? ac_chan_watch_wait(ch, *w, nap_ns) : ac_chan_watch_wait_fd(ch, *w, nap_ns, fd);
+        if (rc != -1) {
+            if (which)
+                *which = fd < 0 ? rc : rc & 3;
             return 0;
+        }
         if (errno == EINTR)
             return interrupted(err);
-        /* Notification broke down: fall back to polling. */
+        /* Notification broke down, or the backend cannot wait for fd
+         * too: poll the channel from now on. */
         ac_chan_watch_close(ch, *w);
         *w = NULL;
         return 0;
     }
-    return ac_clock_sleep_ns(nap_ns) == -1 ? interrupted(err) : 0;
+    if (fd < 0)
+        return ac_clock_sleep_ns(nap_ns) == -1 ? interrupted(err) : 0;
+    {
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        rc = ac_clock_poll_until(&pfd, 1, ac_clock_mono_ns() + (nap_ns > 0 ? nap_ns : 0));
+        if (rc == -1 && errno == EINTR)
+            return interrupted(err);
+        if (which && rc == 1)
+            *which = 2;
+        return 0;
+    }
 }

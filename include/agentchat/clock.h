@@ -30,6 +30,14 @@ void ac_clock_iso_now(char out[AC_ISO_MAX], int digits);
  * starts (see ac_clock_hold_interrupts). */
 int ac_clock_sleep_ns(int64_t ns);
 
+struct pollfd;
+
+/* ppoll the `n` descriptors of pfd until one is ready (1, see revents) or
+ * the CLOCK_MONOTONIC deadline (0), or -1 with errno EINTR when an
+ * interrupt signal arrived, also one that arrives just before the wait;
+ * -1 with ppoll's errno otherwise. */
+int ac_clock_poll_until(struct pollfd *pfd, unsigned long n, int64_t deadline);
+
 /* A check of the interrupt flag followed by a blocking call loses a signal
  * that lands in between: the call then sleeps its whole timeout. Waiters
  * close that window by holding SIGINT and SIGTERM (blocked; *old gets the

@@ -18,7 +18,8 @@
  *                                  the real call, so counts do not depend
  *                                  on that switch)
  *                      sys.rename, sys.link, sys.unlink, sys.mkdir,
- *                      sys.rmdir
+ *                      sys.rmdir, sys.utime (the times of a lock
+ *                                  directory of Claude Code's, hostfile.h)
  *                  so "the 3rd write" or "the 7th mutating call of any
  *                  kind" can be failed or killed. The scan stamp (a cache
  *                  in an extended attribute, scan.h) is not a fault point.

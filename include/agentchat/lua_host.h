@@ -9,6 +9,7 @@
 #ifndef AGENTCHAT_LUA_HOST_H
 #define AGENTCHAT_LUA_HOST_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
 /* Run the program: returns the process exit status. */
@@ -53,6 +54,16 @@ int luaopen_agentchat_fsck(lua_State *L);
 int luaopen_agentchat_folder(lua_State *L);
 /* package.preload["yaml"]: returns require "agentchat.yaml". */
 int ac_lua_yaml_alias(lua_State *L);
+
+/* Register the metatable `name` of a userdata class: __index the methods,
+ * __gc and __close `gc`, __tostring `tostr` (may be NULL). */
+void ac_lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                      lua_CFunction tostr);
+
+struct ac_host_watch;
+/* The open host folder watch of the "agentchat.hostwatch" userdata at idx
+ * (agentchat.folder's watch()); raises on anything else or a closed one. */
+struct ac_host_watch *ac_lua_checkhostwatch(lua_State *L, int idx);
 
 struct ac_chan;
 /* The open channel held by the "agentchat.channel" userdata at idx (as

@@ -80,8 +80,11 @@
 /* 1: channels, messages, cursors, notification, the legacy marker claim.
  * 2: record families, mutexes, blobs, workspace paths, fsck, batches and
  *    pending batches, notification of acks and cursors (receipts), and the
- *    cursor of a read (its lock and its advance). */
-#define AC_STORE_VERSION 2
+ *    cursor of a read (its lock and its advance).
+ * 3: a notification wait that also wakes on a descriptor of the caller
+ *    (the bridge of docs/claude-teams.md waits for the channel and for a
+ *    host folder in one call). */
+#define AC_STORE_VERSION 3
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
 
@@ -447,6 +450,14 @@ struct ac_store_ops {
      * IO_ERROR. *out is released with ac_mutex_release. */
     int (*cursor_lock)(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
                        struct ac_err *err);
+
+    /* version 3 */
+    /* watch_wait, also waking when the caller's descriptor `fd` becomes
+     * readable (the backend polls it with its own: etcd's
+     * curl_multi_poll takes extra descriptors; it never reads fd): a bit
+     * set, 1 a possible change of the channel, 2 fd is readable; 0 on
+     * timeout; -1 with errno EINTR when interrupted. */
+    int (*watch_wait_fd)(struct ac_watch *w, int64_t timeout_ns, int fd);
 };
 
 struct ac_store {
@@ -486,6 +497,12 @@ int ac_chan_cursor_set(struct ac_chan *ch, const char *agent, int64_t value, str
 struct ac_watch *ac_chan_watch_open(struct ac_chan *ch, int what, uint64_t seq);
 int ac_chan_watch_wait(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_ns);
 void ac_chan_watch_close(struct ac_chan *ch, struct ac_watch *w);
+/* ac_chan_watch_wait that also wakes when `fd` is readable (see the
+ * operation): a bit set (1 the channel, 2 fd), 0 on timeout, -1 with errno
+ * EINTR when interrupted, or ENOSYS when the backend cannot (its table has
+ * no watch_wait_fd): the caller then waits on fd alone and polls the
+ * channel. */
+int ac_chan_watch_wait_fd(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_ns, int fd);
 int ac_chan_marker_claim(struct ac_chan *ch, const char *marker, const char *agent, char *dest,
                          size_t dest_size, struct ac_err *err);
 

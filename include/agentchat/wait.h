@@ -43,4 +43,16 @@ void ac_wait_limits(int64_t start, double timeout_s, double interval_s,
  * else plainly. 0, or -1 with INTERRUPTED (exit 130) on SIGINT/SIGTERM. */
 int ac_wait_nap(struct ac_chan *ch, struct ac_watch **w, int64_t nap_ns, struct ac_err *err);
 
+/* ac_wait_nap that also wakes when the descriptor fd (a host folder's
+ * watch, hostfile.h; -1: none) becomes readable, in one wait on both (no
+ * polling): *which (may be NULL) gets 1 when the channel may have
+ * changed, 2 when fd is readable (3 both; 0 after nap_ns; a wake-up by a
+ * change the caller rescans). A backend that cannot wait for both (its
+ * table has no watch_wait_fd) or whose notification breaks down has its
+ * watch closed (*w NULL): the nap then waits on fd alone, and the caller
+ * rescans the channel after each nap. 0, or -1 with INTERRUPTED (exit
+ * 130). */
+int ac_wait_nap_fd(struct ac_chan *ch, struct ac_watch **w, int fd, int64_t nap_ns, int *which,
+                   struct ac_err *err);
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,16 +112,13 @@ static int inotify_watch(int ifd, int dirfd)
 static struct ac_dirwatch *open_inotify(int dirfd)
 {
     struct ac_dirwatch *w;
-    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), e;
     if (ifd == -1)
         return NULL;
-    if (inotify_watch(ifd, dirfd) == -1) {
+    if (inotify_watch(ifd, dirfd) == -1 || !(w = calloc(1, sizeof *w))) {
+        e = errno;
         close(ifd);
-        return NULL;
-    }
-    w = calloc(1, sizeof *w);
-    if (!w) {
-        close(ifd);
+        errno = e;
         return NULL;
     }
     w->kind = KIND_INOTIFY;
@@ -190,32 +188,19 @@ static int wait_dnotify(int64_t deadline)
     return rc;
 }
 
-/* ppoll unblocks the held SIGINT and SIGTERM (clock.h) only while it
- * waits, so one that arrives just before the wait ends it. */
-static int wait_inotify(struct ac_dirwatch *w, int64_t deadline)
+static void drain_fd(int fd)
 {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    sigset_t old, waiting;
-    int rc;
-    ac_clock_hold_interrupts(&old, &waiting);
-    for (;;) {
-        struct pollfd pfd = { w->fd, POLLIN, 0 };
-        struct timespec ts = to_timespec(deadline - ac_clock_mono_ns());
-        if (ac_clock_interrupted()) {
-            errno = EINTR;
-            rc = -1;
-            break;
-        }
-        rc = ppoll(&pfd, 1, &ts, &waiting);
-        if (rc == -1 && errno == EINTR)
-            continue;
-        if (rc == 1) {
-            while (read(w->fd, buf, sizeof buf) > 0) {
-            }
-        }
-        break;
+    while (read(fd, buf, sizeof buf) > 0) {
     }
-    ac_clock_release_interrupts(&old);
+}
+
+static int wait_inotify(struct ac_dirwatch *w, int64_t deadline)
+{
+    struct pollfd pfd = { w->fd, POLLIN, 0 };
+    int rc = ac_clock_poll_until(&pfd, 1, deadline);
+    if (rc == 1)
+        drain_fd(w->fd);
     return rc;
 }
 
@@ -247,6 +232,52 @@ int ac_dirwatch_wait(struct ac_dirwatch *w, int64_t timeout_ns)
     return w->kind == KIND_DNOTIFY ? wait_dnotify(deadline) : wait_inotify(w, deadline);
 }
 
+int ac_dirwatch_wait_fd(struct ac_dirwatch *w, int64_t timeout_ns, int fd)
+{
+    int64_t deadline = ac_clock_mono_ns() + (timeout_ns > 0 ? timeout_ns : 0);
+    struct pollfd pfd[2];
+    nfds_t n = 0;
+    int mine = -1, sfd = -1, rc;
+
+    if (fd < 0)
+        return ac_dirwatch_wait(w, timeout_ns);
+    if (w && w->kind == KIND_INOTIFY) {
+        mine = w->fd;
+    } else if (w) {
+        /* The dnotify signals are blocked since open: a signalfd reads
+         * them, so that one ppoll waits for them and for fd. */
+        sigset_t set;
+        signal_set(&set);
+        sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (sfd == -1)
+            return -1;
+        mine = sfd;
+    }
+    if (mine != -1) {
+        pfd[n].fd = mine;
+        pfd[n].events = POLLIN;
+        pfd[n++].revents = 0;
+    }
+    pfd[n].fd = fd;
+    pfd[n].events = POLLIN;
+    pfd[n++].revents = 0;
+    rc = ac_clock_poll_until(pfd, n, deadline);
+    if (rc == 1) {
+        rc = 0;
+        if (mine != -1 && pfd[0].revents) {
+            drain_fd(mine);
+            if (sfd != -1)
+                drain_signals();
+            rc |= 1;
+        }
+        if (pfd[n - 1].revents)
+            rc |= 2;
+    }
+    if (sfd != -1)
+        close(sfd);
+    return rc;
+}
+
 void ac_dirwatch_close(struct ac_dirwatch *w)
 {
     if (!w)
@@ -266,6 +297,16 @@ void ac_dirwatch_close(struct ac_dirwatch *w)
         close(w->fd);
     }
     free(w);
+}
+
+struct ac_dirwatch *ac_dirwatch_open_inotify(int dirfd)
+{
+    return open_inotify(dirfd);
+}
+
+int ac_dirwatch_fd(const struct ac_dirwatch *w)
+{
+    return w && w->kind == KIND_INOTIFY ? w->fd : -1;
 }
 
 const char *ac_dirwatch_kind(const struct ac_dirwatch *w)

@@ -48,6 +48,23 @@ int ac_dirwatch_add(struct ac_dirwatch *w, int dirfd);
  * an interrupt signal arrived (see clock.h). */
 int ac_dirwatch_wait(struct ac_dirwatch *w, int64_t timeout_ns);
 
+/* As ac_dirwatch_wait, and also wake when the descriptor `fd` (a watch of
+ * something else: a host folder's, hostfile.h) becomes readable; draining
+ * fd is left to its owner. Returns a bit set, 1: the watched directories
+ * changed (or may have), 2: fd is readable; 0 at the timeout; -1 with
+ * errno (EINTR when an interrupt signal arrived). w may be NULL (fd
+ * alone); fd -1 is ac_dirwatch_wait. */
+int ac_dirwatch_wait_fd(struct ac_dirwatch *w, int64_t timeout_ns, int fd);
+
+/* An inotify watch of the directory open as dirfd, whatever
+ * AGENT_CHAT_WATCH says (a host folder's watch, whose descriptor another
+ * watch's wait includes: ac_dirwatch_fd). NULL with errno. */
+struct ac_dirwatch *ac_dirwatch_open_inotify(int dirfd);
+
+/* The descriptor that becomes readable on a change: the inotify instance;
+ * -1 for a dnotify watch (signals) and for NULL. */
+int ac_dirwatch_fd(const struct ac_dirwatch *w);
+
 void ac_dirwatch_close(struct ac_dirwatch *w);
 
 /* "dnotify", "inotify" or "none" (for tests and diagnostics). */

@@ -86,6 +86,13 @@ int ac_sys_linkat(int fromdir, const char *from, int todir, const char *to)
     return linkat(fromdir, from, todir, to, 0);
 }
 
+int ac_sys_utimensat(int dirfd, const char *name, const struct timespec times[2], int flags)
+{
+    if (AC_FAULT_SYS("utime") == -1)
+        return -1;
+    return utimensat(dirfd, name, times, flags);
+}
+
 int ac_open_dir_at(int dirfd, const char *name)
 {
     return open_retry(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);

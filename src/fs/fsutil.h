@@ -49,6 +49,9 @@ int ac_sys_unlinkat(int dirfd, const char *name, int flags);
 int ac_sys_renameat(int fromdir, const char *from, int todir, const char *to);
 /* linkat without flags (sys.link). */
 int ac_sys_linkat(int fromdir, const char *from, int todir, const char *to);
+/* utimensat (sys.utime). */
+struct timespec;
+int ac_sys_utimensat(int dirfd, const char *name, const struct timespec times[2], int flags);
 
 /* fsync(fd) unless AGENT_CHAT_TEST_FSYNC=0 (test speed switch, git's
  * maybe_fsync); sys.fsync either way. errno is meaningful on failure. */

@@ -572,6 +572,11 @@ static int fs_watch_wait(struct ac_watch *w, int64_t timeout_ns)
     return ac_dirwatch_wait(w->dw, timeout_ns);
 }
 
+static int fs_watch_wait_fd(struct ac_watch *w, int64_t timeout_ns, int fd)
+{
+    return ac_dirwatch_wait_fd(w->dw, timeout_ns, fd);
+}
+
 static void fs_watch_close(struct ac_watch *w)
 {
     ac_dirwatch_close(w->dw);
@@ -724,4 +729,6 @@ static const struct ac_store_ops fs_ops = {
     ac_fs_pending_clear,
     fs_cursor_advance,
     fs_cursor_lock,
+    /* version 3 */
+    fs_watch_wait_fd,
 };

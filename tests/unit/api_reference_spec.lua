@@ -1233,6 +1233,18 @@ describe("every documented function", function()
       assert.equal("agentchat.dirlock (released)", tostring(lock))
       assert(h2:exclusive(true)):release()
     end
+    do
+      local w <close> = h:watch()
+      assert.is_true(w:notifying())
+      assert.same({ false, false }, { w:wait(0.01) })
+      assert(h:post{ from = "a", to = "b", title = "t", body = "y" })
+      local changed = w:wait(5)
+      assert.is_true(changed)
+      w:close()
+      assert.has_error(function()
+        w:wait(0)
+      end, "attempt to use a closed watch")
+    end
   end)
 
   it("agentchat.sys", function()
