@@ -20,7 +20,9 @@
 #                        fault point with every action (TORTURE_SPECS), the
 #                        fuzz targets FUZZ_TORTURE_SECONDS each, the stress
 #                        test STRESS_TORTURE_SECONDS, the cursor race
-#                        CURSOR_RACE_TORTURE_ROUNDS times
+#                        CURSOR_RACE_TORTURE_ROUNDS times, the Claude team
+#                        bridge's kill -9 run with BRIDGE_TORTURE_MESSAGES
+#                        messages each way and BRIDGE_TORTURE_KILLS kills
 #   make NO_FAULTS=1     compile the fault points out (the tests need them)
 
 PREFIX ?= /usr/local
@@ -183,6 +185,8 @@ FUZZ_TORTURE_SECONDS ?= 600
 STRESS_SECONDS ?= 20
 STRESS_TORTURE_SECONDS ?= 300
 CURSOR_RACE_TORTURE_ROUNDS ?= 25
+BRIDGE_TORTURE_MESSAGES ?= 5000
+BRIDGE_TORTURE_KILLS ?= 100
 
 fuzz: $(FUZZ_BINS)
 
@@ -250,6 +254,9 @@ torture: deps
 	  prove --exec tests/run-one tests/functional/stress_spec.lua
 	AGENT_CHAT_TEST_FSYNC=0 CURSOR_RACE_ROUNDS="$(CURSOR_RACE_TORTURE_ROUNDS)" \
 	  prove --exec tests/run-one tests/functional/cursor_race_spec.lua
+	AGENT_CHAT_TEST_FSYNC=0 CLAUDE_BRIDGE_MESSAGES="$(BRIDGE_TORTURE_MESSAGES)" \
+	  CLAUDE_BRIDGE_KILLS="$(BRIDGE_TORTURE_KILLS)" \
+	  prove --exec tests/run-one tests/functional/claude_bridge_spec.lua
 
 demo: deps
 	@$(MAKE) --no-print-directory agent-chat

@@ -5,7 +5,7 @@
 # bash-completion package loads it on first use; without that package,
 # `source` this file from ~/.bashrc. It needs nothing but bash itself.
 #
-# Completes commands, the subcommands of `task`, `event` and `import`, the hook kinds,
+# Completes commands, the subcommands of `task`, `event`, `import` and `bridge`, the hook kinds,
 # the options of every command, channel names (directories with a
 # _meta.json under --root, else $AGENT_CHAT_ROOT, else the user config's
 # root, else ~/agent-chat), task
@@ -15,7 +15,7 @@
 # --body-file, --script, --template, --history, --root and `run SCRIPT`,
 # folder names for `import team|bus DIR`, and team names (the folders of
 # ${CLAUDE_CONFIG_DIR:-~/.claude}/teams) and folder names for
-# `import claude-team DIR|TEAM`.
+# `import claude-team DIR|TEAM` and `bridge claude-team TEAM`.
 #
 # The option table below is static (no process is spawned on TAB);
 # tests/functional/install_spec.lua compares it with `agent-chat CMD -h`
@@ -25,10 +25,11 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import run watch repl hook config fsck"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import bridge run watch repl hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
 _agent_chat_import_commands="team bus claude-team"
+_agent_chat_bridge_commands="claude-team"
 _agent_chat_hook_kinds="session-start prompt stop"
 _agent_chat_primitives="messages cursors wait tasks dependencies leases path_locks state_summary"
 _agent_chat_types="message broadcast shutdown_request shutdown_response plan_approval_request plan_approval_response"
@@ -94,7 +95,7 @@ _agent_chat_spec()
         compact)
             _agent_chat_valued="$state"; _agent_chat_flags+=" --no-audit --json --strict"
             _agent_chat_pos="channel" ;;
-        task | event | import) ;;
+        task | event | import | bridge) ;;
         "task create")
             _agent_chat_valued="--from --created-by --title --owner $lists"
             _agent_chat_pos="channel none" ;;
@@ -121,6 +122,9 @@ _agent_chat_spec()
             _agent_chat_pos="dir" ;;
         "import claude-team")
             _agent_chat_valued="--into"; _agent_chat_flags+=" --dry-run --strict"
+            _agent_chat_pos="team" ;;
+        "bridge claude-team")
+            _agent_chat_valued="--channel --as"; _agent_chat_flags+=" --once"
             _agent_chat_pos="team" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
@@ -327,7 +331,7 @@ _agent_chat()
             path=$w
             [[ $path == run ]] && raw=1
             _agent_chat_spec "$path" || return 0
-        elif [[ ($path == task || $path == event || $path == import) && $npos -eq 0 ]]; then
+        elif [[ ($path == task || $path == event || $path == import || $path == bridge) && $npos -eq 0 ]]; then
             path="$path $w"
             _agent_chat_spec "$path" || return 0
         else
@@ -343,7 +347,7 @@ _agent_chat()
     # the channel named on the line, if any.
     local -a kinds
     read -ra kinds <<<"$_agent_chat_pos"
-    if [[ ${kinds[0]} == channel || $path == "import "* ]]; then
+    if [[ ${kinds[0]} == channel || $path == "import "* || $path == "bridge "* ]]; then
         [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-}
         [[ -z $root ]] && root=$(_agent_chat_default_root "${COMP_WORDS[0]}")
         [[ $root == "~"* ]] && root=$HOME${root#"~"}
@@ -371,7 +375,7 @@ _agent_chat()
                 mapfile -t COMPREPLY < <(compgen -f -X '!*.lua' -- "$cur"; compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
             --primitives) _agent_chat_add_list $_agent_chat_primitives ;;
-            --into | --dead-letter) _agent_chat_channels ;;
+            --into | --dead-letter | --channel) _agent_chat_channels ;;
             --channels)
                 [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-}
                 [[ -z $root ]] && root=$(_agent_chat_default_root "${COMP_WORDS[0]}")
@@ -411,6 +415,10 @@ _agent_chat()
     fi
     if [[ $path == import ]]; then
         _agent_chat_add $_agent_chat_import_commands
+        return 0
+    fi
+    if [[ $path == bridge ]]; then
+        _agent_chat_add $_agent_chat_bridge_commands
         return 0
     fi
     local kind=${kinds[npos]} n=${#kinds[@]}

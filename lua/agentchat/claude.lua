@@ -340,7 +340,9 @@ end
 
 --- The channel record of one inbox entry (the importer's record shape,
 --- docs/import.md), or nil and the problem. ctx = {team, owner}; the
---- record's `hash` is its key without the repeat suffix.
+--- record's `hash` is its key without the repeat suffix, `plain` the key
+--- of its sender, time and text even when it has a msg_id (what
+--- claude.entry computes for an entry the bridge wrote).
 function M.record(entry, ctx)
   if type(entry) ~= "table" or json.is_array(entry) then
     return nil, "not a JSON object"
@@ -373,9 +375,9 @@ function M.record(entry, ctx)
   local summary = M.field_text(opt_text(entry, "summary"))
   fields.summary = summary
   fields.color = M.field_text(opt_text(entry, "color"))
+  local plain = M.key(ctx.team, ctx.owner, from, stamp_text(entry.timestamp), text)
   local rec = {
-    hash = M.key(ctx.team, ctx.owner, from, stamp_text(entry.timestamp), text,
-                 msg_id and tostring(msg_id) or nil),
+    hash = msg_id and M.key(ctx.team, ctx.owner, nil, nil, nil, tostring(msg_id)) or plain, plain = plain,
     ts_us = ts_us, from = from, to = ctx.owner, body = text, status = "discussion", fields = fields,
     note = too_big and "its unknown fields are too long to keep (over 4000 bytes)" or nil,
   }
@@ -509,8 +511,9 @@ end
 
 --- The entry channel message m becomes in `owner`'s inbox: {json = its
 --- text as an element of the inbox array (two-space indented, as Claude
---- Code writes its files), key = its key}. The entry has from, text,
---- summary (the title, for plain messages), timestamp and read = false.
+--- Code writes its files), key = its key, from, timestamp}. The entry has
+--- from, text, summary (the title, for plain messages), timestamp and
+--- read = false.
 function M.entry(m, owner, team)
   local stamp = entry_time(m)
   local text, typed = entry_text(m, stamp)
@@ -518,7 +521,18 @@ function M.entry(m, owner, team)
   local obj = ordered({ { "from", f.from }, { "text", text },
                         { "summary", not typed and M.field_text(f.title) or nil },
                         { "timestamp", stamp }, { "read", false } }, 2)
-  return { json = "  " .. obj, key = M.key(team, owner, f.from, stamp, text) }
+  return { json = "  " .. obj, key = M.key(team, owner, f.from, stamp, text), from = f.from, timestamp = stamp }
+end
+
+--- The key of an entry by its sender, timestamp and text (never its
+--- msg_id): what M.entry gives the entries the bridge writes; nil for an
+--- entry without them.
+function M.plain_key(entry, team, owner)
+  if type(entry) ~= "table" or type(entry.from) ~= "string" or type(entry.text) ~= "string"
+      or entry.timestamp == nil then
+    return nil
+  end
+  return M.key(team, owner, entry.from, stamp_text(entry.timestamp), entry.text)
 end
 
 --- The keys of the entries channel message m becomes (see M.recipients).

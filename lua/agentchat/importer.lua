@@ -412,9 +412,9 @@ function M.load(kind, dir)
 end
 
 --- Note what message m of a channel says for the import keys and the
---- requests: keys[import key] = seq (also for each key extra_keys(m)
---- lists), requests[request id] = seq of the first request.
-function M.learn(m, keys, requests, extra_keys)
+--- requests: keys[import key] = seq, requests[request id] = seq of the
+--- first request.
+function M.learn(m, keys, requests)
   local f = m.fields
   if f.import_id then
     keys[f.import_id] = keys[f.import_id] or m.seq
@@ -422,24 +422,24 @@ function M.learn(m, keys, requests, extra_keys)
   if f.request_id and type(f.type) == "string" and f.type:match("_request$") then
     requests[f.request_id] = requests[f.request_id] or m.seq
   end
-  if extra_keys then
-    for _, k in ipairs(extra_keys(m)) do
-      keys[k] = keys[k] or m.seq
-    end
-  end
 end
 
--- What the channel already has: import keys and request seqs.
+-- What the channel already has: import keys, request seqs, and the keys
+-- plan.channel_keys(m) gives its messages (a record whose `plain` key is
+-- one of those is the channel's own message: present).
 local function existing(ch, plan)
   local batch, msg, code, exit = ch:peek(math.maxinteger)
   if not batch then
     return nil, msg, code, exit
   end
-  local keys, requests = {}, {}
+  local keys, requests, own = {}, {}, {}
   for _, m in ipairs(batch.messages) do
-    M.learn(m, keys, requests, plan.channel_keys)
+    M.learn(m, keys, requests)
+    for _, k in ipairs(plan.channel_keys and plan.channel_keys(m) or {}) do
+      own[k] = own[k] or m.seq
+    end
   end
-  return keys, requests
+  return keys, requests, own
 end
 
 --- Post one record (reply_to the request of its reply_for id when
@@ -542,10 +542,11 @@ function M.apply(ch, plan, opts)
   if lock == nil then
     return nil, lmsg, lcode, lexit
   end
-  local keys, requests, code, exit = existing(ch, plan)
+  local keys, requests, own, exit = existing(ch, plan)
   if not keys then
-    return nil, requests, code, exit
+    return nil, requests, own, exit
   end
+  local code
   local recs = {}
   for i, r in ipairs(plan.records) do
     recs[i] = r
@@ -560,9 +561,10 @@ function M.apply(ch, plan, opts)
                    seqs = {}, dry_run = opts.dry_run and true or false, acked = 0, acks_present = 0,
                    unit = plan.unit }
   for _, rec in ipairs(recs) do
-    if keys[rec.key] then
+    local have = keys[rec.key] or (rec.plain and own[rec.plain])
+    if have then
       report.present = report.present + 1
-      rec.seq = keys[rec.key]
+      rec.seq = have
     elseif opts.dry_run then
       report.imported = report.imported + 1
     else

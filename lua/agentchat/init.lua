@@ -560,7 +560,8 @@ local function trim(batch, opts, set)
 end
 
 --- Unread messages for opts.as without moving the cursor.
---- opts.all: everything from seq 1, own messages and others' included.
+--- opts.all: everything from seq 1 (above opts.after when it is given),
+--- own messages and others' included.
 --- opts.after: look above this seq instead of the cursor.
 --- opts.kinds: only these kinds ({"message", "event", "audit"}, see
 --- agentchat.kinds); the others are skipped like messages for others.
@@ -570,8 +571,12 @@ end
 function Channel:fetch(opts)
   local set = check_read_opts(opts, "fetch")
   local before = after_of(self, opts)
+  local from = before
+  if opts.all and opts.after == nil then
+    from = 0
+  end
   local inbox, msg, code, exit = self._h:fetch{
-    as = opts.as, after = opts.all and 0 or before, all = opts.all and true or false,
+    as = opts.as, after = from, all = opts.all and true or false,
   }
   if not inbox then
     return nil, msg, code, exit

@@ -16,14 +16,7 @@ local F = require "support"
 local ac = require "agentchat"
 local json = require "agentchat.json"
 
-local function absolute(p)
-  local f = assert(io.popen("cd " .. F.sh(p) .. " && pwd"))
-  local dir = f:read("l")
-  f:close()
-  return dir
-end
-
-local HOME = absolute(H.repo .. "/tests/fixtures/claude-teams/home")
+local HOME = F.absolute(H.repo .. "/tests/fixtures/claude-teams/home")
 local SQUAD = HOME .. "/teams/refactor-squad"
 
 -- Times are written in the local zone: pin it. CLAUDE_CONFIG_DIR names

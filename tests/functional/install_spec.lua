@@ -144,7 +144,7 @@ local function command_paths()
   local paths = {}
   for _, name in ipairs(listed_commands(top, "commands:")) do
     paths[#paths + 1] = name
-    if name == "task" or name == "event" or name == "import" then
+    if name == "task" or name == "event" or name == "import" or name == "bridge" then
       local text = help(name)
       for _, sub in ipairs(text and listed_commands(text, "positional arguments:") or {}) do
         paths[#paths + 1] = name .. " " .. sub
@@ -387,6 +387,10 @@ describe("the bash completion", function()
     { { "agent-chat", "import", "" }, { "bus", "claude-team", "team" } },
     { { "agent-chat", "import", "claude-team", "ref" }, { "refactor-squad" } },
     { { "agent-chat", "import", "claude-team", "b" }, { "body.d" } },
+    { { "agent-chat", "bridge", "" }, { "claude-team" } },
+    { { "agent-chat", "bridge", "claude-team", "ref" }, { "refactor-squad" } },
+    { { "agent-chat", "bridge", "claude-team", "x", "--channel", "o" }, { "ops" } },
+    { { "agent-chat", "bridge", "claude-team", "x", "--" }, { "--as", "--channel", "--help", "--once" } },
     { { "agent-chat", "import", "team", "--into", "d" }, { "dev" } },
     { { "agent-chat", "import", "bus", "x", "--" }, { "--dry-run", "--help", "--into", "--strict" } },
     { { "agent-chat", "import", "team", "bo" }, { "body.d" } },
@@ -416,11 +420,8 @@ describe("the bash completion", function()
     for i, c in ipairs(CASES) do
       cases[i] = c[1]
     end
-    local p = io.popen("cd " .. F.sh(H.repo) .. " && pwd")
-    local repo = p:read("l")
-    p:close()
     results = complete(COMPLETION, cases, { AGENT_CHAT_ROOT = root,
-                                            CLAUDE_CONFIG_DIR = repo .. "/tests/fixtures/claude-teams/home" }, cwd)
+      CLAUDE_CONFIG_DIR = F.absolute(H.repo .. "/tests/fixtures/claude-teams/home") }, cwd)
   end)
 
   for i, c in ipairs(CASES) do
@@ -476,6 +477,7 @@ describe("the completion's option table", function()
       "echo \"task $_agent_chat_task_commands\"",
       "echo \"event $_agent_chat_event_commands\"",
       "echo \"import $_agent_chat_import_commands\"",
+      "echo \"bridge $_agent_chat_bridge_commands\"",
       "echo \"hook $_agent_chat_hook_kinds\"" }
     for _, path in ipairs(paths) do
       lines[#lines + 1] = string.format("if _agent_chat_spec %s; then echo \"valued %s|$_agent_chat_valued\";"
@@ -506,8 +508,8 @@ describe("the completion's option table", function()
     assert.same(commands, spec.commands)
   end)
 
-  it("lists the subcommands of task -h, event -h and import -h", function()
-    for _, family in ipairs({ "task", "event", "import" }) do
+  it("lists the subcommands of task -h, event -h, import -h and bridge -h", function()
+    for _, family in ipairs({ "task", "event", "import", "bridge" }) do
       local subs = {}
       for _, path in ipairs(paths) do
         local sub = path:match("^" .. family .. " (.*)$")

@@ -31,6 +31,7 @@
 --   F.error_line(stderr)    nil if stderr is one "agent-chat: ..." line,
 --                           else a reason string
 --   F.lines(s), F.show(s), F.new_root(), F.init(root, ch), F.post(...)
+--   F.absolute(dir)         the absolute path of a directory
 local H = require "spec_helper"
 
 local F = {}
@@ -59,6 +60,13 @@ local function stable_copy(src)
 end
 
 F.source_bin = abspath(H.bin)
+
+function F.absolute(dir)
+  local f = assert(io.popen("cd " .. H.sh(dir) .. " && pwd"))
+  local out = f:read("l")
+  f:close()
+  return out
+end
 F.bin = stable_copy(F.source_bin)
 F.sh = H.sh
 F.read = H.read

@@ -471,7 +471,7 @@ describe("docs/lua-api.md", function()
   it("parses: aliases, rows, internal modules and error codes", function()
     assert.same({}, the_doc.problems)
     for _, a in ipairs({ "ac", "root", "ch", "json", "store", "st", "h", "sys", "errors", "events",
-                         "state", "sandbox", "watch", "changes", "ctx" }) do
+                         "state", "sandbox", "watch", "changes", "ctx", "bridge" }) do
       assert.truthy(the_doc.aliases[a], "alias " .. a)
     end
     -- the C bindings under the methods are private (issue 11)
@@ -1060,6 +1060,31 @@ describe("every documented function", function()
     assert.is_number(sandbox.DEFAULT_MAX_OUTPUT)
     assert.is_number(sandbox.DEFAULT_MAX_MEMORY)
     assert.is_number(sandbox.DEFAULT_MAX_SECONDS)
+  end)
+
+  it("agentchat.bridge", function()
+    local bridge = require "agentchat.bridge"
+    local home = H.tmpdir()
+    os.execute("cp -r " .. H.sh(H.repo .. "/tests/fixtures/claude-teams/home/.") .. " " .. H.sh(home))
+    local bch = assert(root:init("bridged", { members = { "alice" } }))
+    assert(bch:post{ from = "alice", to = "researcher", title = "hi", body = "over the bridge" })
+    local lines, logs = {}, {}
+    local code, reason, counts = bridge.claude_team(bch, {
+      team = home .. "/teams/refactor-squad", once = true,
+      log = function(l) logs[#logs + 1] = l end, out = function(l) lines[#lines + 1] = l end })
+    assert.same({ 0, "once", 1, 16 }, { code, reason, counts.to_team, counts.to_channel })
+    assert.equal("delivered #1 from alice to researcher (message)", lines[1])
+    local code2, reason2, _, msg, ecode = bridge.claude_team(bch, { team = home .. "/none", once = true,
+      log = function() end, out = function() end })
+    assert.same({ 1, "error", "IMPORT_INVALID_FOLDER" }, { code2, reason2, ecode })
+    assert.truthy(msg)
+    assert.equal("claude-team", bridge.DEFAULT_AS)
+    assert.equal(10000, bridge.STALE_MS)
+    assert.equal(5, bridge.DEFAULT_INTERVAL)
+    assert.has_error(function()
+      bridge.claude_team(bch, {})
+    end)
+    bch:close()
   end)
 
   it("agentchat.watch, the watch context and agentchat.changes", function()
