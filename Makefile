@@ -16,7 +16,8 @@
 #   make torture         the long runs: the crash-everywhere walk at every
 #                        fault point with every action (TORTURE_SPECS), the
 #                        fuzz targets FUZZ_TORTURE_SECONDS each, the stress
-#                        test STRESS_TORTURE_SECONDS
+#                        test STRESS_TORTURE_SECONDS, the stopped-poster loop
+#                        PAUSE_TORTURE_SECONDS
 #   make NO_FAULTS=1     compile the fault points out (the tests need them)
 
 PREFIX ?= /usr/local
@@ -141,6 +142,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TORTURE_SECONDS ?= 600
 STRESS_SECONDS ?= 20
 STRESS_TORTURE_SECONDS ?= 300
+PAUSE_TORTURE_SECONDS ?= 300
 
 fuzz: $(FUZZ_BINS)
 
@@ -189,6 +191,8 @@ torture: deps
 	  prove --exec tests/run-one fuzz:all
 	AGENT_CHAT_TEST_FSYNC=0 STRESS_SECONDS="$(STRESS_TORTURE_SECONDS)" \
 	  prove --exec tests/run-one tests/functional/stress_spec.lua
+	AGENT_CHAT_TEST_FSYNC=0 AGENT_CHAT_PAUSE_SECONDS="$(PAUSE_TORTURE_SECONDS)" \
+	  prove --exec tests/run-one tests/functional/paused_poster_spec.lua
 
 demo: deps
 	@$(MAKE) --no-print-directory agent-chat

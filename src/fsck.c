@@ -493,26 +493,20 @@ static void check_duplicates(struct fsck *f, const struct ents *msgs)
  * decimal (why says so); -2 when it is a directory (layout reports it). */
 static int read_seqhigh(struct fsck *f, uint64_t *v, char *why, size_t size)
 {
-    char *data;
-    size_t len;
-    const char *s;
-    if (ac_read_file_at(f->chfd, AC_SEQ_HIGH_FILE, 64, &data, &len) == -1) {
-        if (errno == ENOENT)
-            return 0;
-        if (errno == EISDIR || errno == EINVAL)
-            return -2;
-        snprintf(why, size, "%s", errno == EFBIG ? "is not a decimal seq" : read_problem(errno, why, size));
-        return -1;
-    }
-    s = data;
-    strip(&s, &len);
-    if (!parse_seq(s, len, v)) {
-        free(data);
+    struct stat st;
+    if (fstatat(f->chfd, AC_SEQ_HIGH_FILE, &st, AT_SYMLINK_NOFOLLOW) == -1 && errno == ENOENT)
+        return 0;
+    if (ac_seq_high_get(f->chfd, v, NULL) == 0)
+        return 1;
+    if (errno == EISDIR || (errno == EINVAL && !S_ISREG(st.st_mode)) || errno == ELOOP)
+        return -2;
+    if (errno == ERANGE)
+        snprintf(why, size, "is above %" PRIu64 ", the highest seq", AC_SEQ_MAX);
+    else if (errno == EINVAL)
         snprintf(why, size, "is not a decimal seq");
-        return -1;
-    }
-    free(data);
-    return 1;
+    else
+        read_problem(errno, why, size);
+    return -1;
 }
 
 static size_t check_seqhigh(struct fsck *f)
@@ -586,11 +580,12 @@ static void repair_channel_dir(struct fsck *f, size_t stale_at, const struct ent
     if (seqhigh_at != NONE) {
         struct ac_listing l;
         char what[96];
-        uint64_t was = ac_seq_high_read(f->chfd);
+        uint64_t was;
+        int valid = ac_seq_high_get(f->chfd, &was, NULL) == 0;
         if (ac_scan_list(f->chfd, INT64_MAX, 0, &l, &ignored) == 0) {
-            if (l.max_seq <= was) {
+            if (valid && l.max_seq <= was) {
                 mark_repaired(f, &f->r->v[seqhigh_at], "already raised by a post");
-            } else if (ac_seq_high_write(f->chfd, l.max_seq) == 0 && ac_fsync_dir(f->chfd) == 0) {
+            } else if (ac_seq_high_raise(f->chfd, l.max_seq, &lk) == 0 && ac_fsync_dir(f->chfd) == 0) {
                 snprintf(what, sizeof what, "raised to %" PRIu64, l.max_seq);
                 mark_repaired(f, &f->r->v[seqhigh_at], what);
             }
@@ -613,8 +608,13 @@ static void check_channel_dir(struct fsck *f)
     }
     for (i = 0; i < names.n; i++) {
         uint64_t seq;
-        if (ac_scan_parse_name(names.v[i].name, &seq))
+        int kind = ac_scan_parse_name(names.v[i].name, &seq);
+        if (kind == 1)
             ents_push(&msgs, names.v[i].name, seq);
+        else if (kind == -1)
+            add(f, "FSCK_BAD_MESSAGE", names.v[i].name,
+                "has a seq above %" PRIu64 ", the highest seq: readers skip it and posts refuse to "
+                "go on until it is renamed or removed", AC_SEQ_MAX);
     }
     if (msgs.oom) {
         f->oom = 1;

@@ -274,6 +274,13 @@ static int fault_at(const char *tag, const char *step)
 int ac_publish_temp(int dirfd, const char *tmp, int fd, const void *data, size_t len,
                     const char *name, int flags, const char *fault_tag)
 {
+    return ac_publish_temp_gated(dirfd, tmp, fd, data, len, name, flags, fault_tag, NULL, NULL);
+}
+
+int ac_publish_temp_gated(int dirfd, const char *tmp, int fd, const void *data, size_t len,
+                          const char *name, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx)
+{
     int saved;
     if (fault_at(fault_tag, "write") == -1 || ac_write_all(fd, data, len) == -1)
         goto fail;
@@ -286,6 +293,10 @@ int ac_publish_temp(int dirfd, const char *tmp, int fd, const void *data, size_t
     fd = -1;
     if (fault_at(fault_tag, "publish") == -1)
         goto fail;
+    if (gate && gate(gate_ctx) == -1) {
+        errno = ENOLCK;
+        goto fail;
+    }
     if (flags & AC_ATOMIC_NOREPLACE) {
         if (ac_sys_linkat(dirfd, tmp, dirfd, name) == -1)
             goto fail;
@@ -312,6 +323,13 @@ fail:
 int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
                     mode_t mode, int flags, const char *fault_tag)
 {
+    return ac_write_atomic_gated(dirfd, name, data, len, mode, flags, fault_tag, NULL, NULL);
+}
+
+int ac_write_atomic_gated(int dirfd, const char *name, const void *data, size_t len,
+                          mode_t mode, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx)
+{
     char tmp[NAME_MAX + 1], rnd[9];
     size_t nlen = strlen(name);
     int fd = -1, tries;
@@ -329,7 +347,7 @@ int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
     }
     if (fd == -1)
         return -1;
-    return ac_publish_temp(dirfd, tmp, fd, data, len, name, flags, fault_tag);
+    return ac_publish_temp_gated(dirfd, tmp, fd, data, len, name, flags, fault_tag, gate, gate_ctx);
 }
 
 int ac_rename_noreplace(int dirfd, const char *from, const char *to)

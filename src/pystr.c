@@ -5,6 +5,8 @@
  *   spaces: every code point with chr(c).isspace(). */
 #include "agentchat/pystr.h"
 
+#include <errno.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -111,8 +113,11 @@ int ac_py_decimal_value(const char *s, size_t len, uint64_t *value)
     const unsigned char *p = (const unsigned char *)s;
     uint64_t v = 0;
     size_t i = 0;
-    if (len == 0)
+    int over = 0;
+    if (len == 0) {
+        errno = EINVAL;
         return -1;
+    }
     while (i < len) {
         uint32_t cp;
         size_t n;
@@ -122,16 +127,25 @@ int ac_py_decimal_value(const char *s, size_t len, uint64_t *value)
             n = 1;
         } else {
             n = ac_utf8_decode(p + i, len - i, &cp);
-            if (n == 0)
+            if (n == 0) {
+                errno = EINVAL;
                 return -1;
+            }
         }
         d = ac_py_decimal(cp);
-        if (d < 0)
+        if (d < 0) {
+            errno = EINVAL;
             return -1;
+        }
         if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
-            return -1;
-        v = v * 10 + (uint64_t)d;
+            over = 1;       /* keep going: a later non-digit makes it EINVAL */
+        else
+            v = v * 10 + (uint64_t)d;
         i += n;
+    }
+    if (over) {
+        errno = ERANGE;
+        return -1;
     }
     *value = v;
     return 0;

@@ -105,6 +105,20 @@ int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
 int ac_publish_temp(int dirfd, const char *tmpname, int fd, const void *data, size_t len,
                     const char *name, int flags, const char *fault_tag);
 
+/* ac_write_atomic and ac_publish_temp with a gate: `gate(gate_ctx)` runs
+ * after the temp is written and synced, right before the rename or link
+ * (after the "<tag>.publish" fault point), and when it returns -1 nothing
+ * is published: the temp is removed and the call fails with errno ENOLCK.
+ * For writers that may publish only while they still hold a lock that can
+ * be taken from them (seq.h: a stolen stale _seq.lock). */
+typedef int (*ac_gate_fn)(void *gate_ctx);
+int ac_write_atomic_gated(int dirfd, const char *name, const void *data, size_t len,
+                          mode_t mode, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx);
+int ac_publish_temp_gated(int dirfd, const char *tmpname, int fd, const void *data, size_t len,
+                          const char *name, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx);
+
 /* Rename `from` to `to` inside dirfd without ever replacing `to`
  * (renameat2 RENAME_NOREPLACE, or link+unlink where unsupported).
  * errno EEXIST when `to` exists. */

@@ -1,0 +1,192 @@
+-- What an adversarial run broke (issue 14), item by item: each case is the
+-- reproduction of the issue, which failed before the fix. The paused poster
+-- (14.1) has its own spec (paused_poster_spec.lua), the template limits
+-- (14.6, 14.10) theirs (template_limits_spec.lua).
+local H = require "spec_helper"
+package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
+local F = require "support"
+
+local SEQ_MAX = "9223372036854775807"
+
+--- A root with channel dev holding one message; returns root, parent.
+local function seeded()
+  local root, parent = F.new_root()
+  F.init(root, "dev")
+  F.post(root, "dev", "alice", "first", "x")
+  return root, parent
+end
+
+--- Run `post` with a 10 s watchdog (a hang is a failure, not a stuck suite).
+local function post_bounded(root, title, body)
+  local work = F.tmpdir()
+  local rc = F.shell([[
+R=$1; W=$2; T=$3; B=$4
+"$A" --root "$R" post dev --from alice --title "$T" --body "$B" >"$W/out" 2>"$W/err" &
+pid=$!
+n=0
+while kill -0 $pid 2>/dev/null; do
+  n=$((n+1)); [ $n -gt 1000 ] && { kill -KILL $pid; wait $pid; echo hung >"$W/rc"; exit 0; }
+  sleep 0.01
+done
+wait $pid
+echo $? >"$W/rc"
+]], nil, root, work, title or "t", body or "b")
+  assert.equal(0, rc)
+  local code = F.read(work .. "/rc"):match("%S+")
+  return { code = tonumber(code) or code, stdout = F.read(work .. "/out"), stderr = F.read(work .. "/err"),
+           argv = { "post", "dev" } }
+end
+
+--- Nothing changed under `parent` but what `ignore` allows.
+local function unchanged(parent, before)
+  local diff = F.diff(before, F.snapshot(parent))
+  assert.same({}, diff, table.concat(diff, "\n"))
+end
+
+describe("14.2 a planted message name at the highest seq", function()
+  it("post refuses SEQ_EXHAUSTED instead of wrapping to a negative seq, and writes nothing", function()
+    local root, parent = seeded()
+    F.write(root .. "/dev/" .. SEQ_MAX .. "-x.md", "---\nseq: " .. SEQ_MAX .. "\n---\nplanted\n")
+    local before = F.snapshot(parent)
+    local r = post_bounded(root)
+    assert.equal(1, r.code, F.describe(r))
+    assert.is_nil(F.error_line(r.stderr))
+    assert.truthy(r.stderr:find("^agent%-chat: SEQ_EXHAUSTED: channel 'dev' has no seq left"), r.stderr)
+    assert.equal("", r.stdout)
+    unchanged(parent, before)
+  end)
+
+  it("the planted message is visible to read, peek and fsck", function()
+    local root = seeded()
+    F.write(root .. "/dev/" .. SEQ_MAX .. "-x.md",
+      "---\nseq: " .. SEQ_MAX .. "\nfrom: eve\nto: all\ntitle: planted\n---\nplanted\n")
+    local r = F.ok(root, { "read", "dev", "--as", "bob" })
+    assert.truthy(r.stdout:find("title: planted", 1, true), r.stdout)
+    assert.equal(SEQ_MAX, F.read(root .. "/dev/.cursors/bob.txt"))
+    r = F.ok(root, { "peek", "dev", "-n", "1" })
+    assert.truthy(r.stdout:find("seq: " .. SEQ_MAX, 1, true), r.stdout)
+    -- A valid message: fsck only raises .seqhigh to it (hand-made files do not).
+    r = F.ac(root, { "fsck", "dev", "--repair" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("dev: repaired: FSCK_SEQHIGH_BEHIND: .seqhigh: raised to " .. SEQ_MAX .. "\n", r.stdout)
+  end)
+
+  it("a name beyond the highest seq: post refuses, readers skip it, fsck reports it", function()
+    local root, parent = seeded()
+    local name = "99999999999999999999-x.md"
+    F.write(root .. "/dev/" .. name, "---\nseq: 1\n---\nplanted\n")
+    local before = F.snapshot(parent)
+    local r = post_bounded(root)
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("SEQ_EXHAUSTED: channel 'dev' has no seq left: message file '" .. name
+      .. "' has a seq above " .. SEQ_MAX, 1, true), r.stderr)
+    unchanged(parent, before)
+    r = F.ac(root, { "fsck", "dev" })
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stdout:find("FSCK_BAD_MESSAGE: " .. name .. ": has a seq above " .. SEQ_MAX, 1, true),
+      r.stdout)
+    F.ok(root, { "read", "dev", "--as", "bob" })
+    assert.equal("1", F.read(root .. "/dev/.cursors/bob.txt"))
+    os.remove(root .. "/dev/" .. name)
+    assert.equal(2, F.post(root, "dev", "alice", "after", "x"))
+  end)
+end)
+
+describe("14.3 a hostile .seqhigh", function()
+  local CASES = {
+    { "18446744073709551615", "above the range" },
+    { "9223372036854775808", "one above the range" },
+    { "99999999999999999999999", "overflowing" },
+    { "-1", "negative" },
+    { "-5", "negative" },
+    { "7x", "trailing garbage" },
+    { "0x10", "hexadecimal" },
+    { "", "empty" },
+  }
+  for _, case in ipairs(CASES) do
+    local value, what = case[1], case[2]
+    it("'" .. value .. "' (" .. what .. "): post refuses SEQ_HIGH_INVALID at once, never wraps or hangs", function()
+      local root, parent = seeded()
+      F.write(root .. "/dev/.seqhigh", value)
+      local before = F.snapshot(parent)
+      local r = post_bounded(root)
+      assert.equal(1, r.code, F.describe(r))
+      assert.is_nil(F.error_line(r.stderr))
+      assert.equal("agent-chat: SEQ_HIGH_INVALID: .seqhigh of channel 'dev' holds '" .. value .. "', not a seq "
+        .. "from 0 to " .. SEQ_MAX .. " (run: agent-chat fsck dev --repair)\n", r.stderr)
+      unchanged(parent, before)
+      -- fsck reports it; --repair raises it to the highest seq on disk.
+      r = F.ac(root, { "fsck", "dev" })
+      assert.equal(1, r.code, F.describe(r))
+      assert.truthy(r.stdout:find("FSCK_SEQHIGH_BEHIND: .seqhigh:", 1, true), r.stdout)
+      F.ok(root, { "fsck", "dev", "--repair" })
+      assert.equal("1", F.read(root .. "/dev/.seqhigh"))
+      assert.equal(2, F.post(root, "dev", "alice", "after", "x"))
+    end)
+  end
+
+  it("the highest seq itself: post refuses SEQ_EXHAUSTED", function()
+    local root, parent = seeded()
+    F.write(root .. "/dev/.seqhigh", SEQ_MAX)
+    local before = F.snapshot(parent)
+    local r = post_bounded(root)
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("^agent%-chat: SEQ_EXHAUSTED: "), r.stderr)
+    unchanged(parent, before)
+  end)
+
+  it("blanks around a valid value are fine; a lower .seqhigh never lowers the next seq", function()
+    local root = seeded()
+    F.write(root .. "/dev/.seqhigh", " 12 \n")
+    assert.equal(13, F.post(root, "dev", "alice", "a", "x"))
+    F.write(root .. "/dev/.seqhigh", "3")
+    assert.equal(14, F.post(root, "dev", "alice", "b", "x"))
+    assert.equal("14", F.read(root .. "/dev/.seqhigh"))
+  end)
+end)
+
+describe("14.8 a message no reader could read", function()
+  local CAP = 16 * 1024 * 1024
+
+  local function try(root, body_len, title)
+    local file = F.tmpdir() .. "/body"
+    F.write(file, string.rep("b", body_len))
+    return F.ac(root, { "post", "dev", "--from", "alice", "--title", title or "t", "--body-file", file })
+  end
+
+  it("a body of exactly 16 MiB is refused MESSAGE_TOO_LARGE, and nothing is written", function()
+    local root, parent = seeded()
+    local before = F.snapshot(parent)
+    local r = try(root, CAP)
+    assert.equal(1, r.code, F.describe(r))
+    assert.is_nil(F.error_line(r.stderr))
+    assert.truthy(r.stderr:find("^agent%-chat: MESSAGE_TOO_LARGE: message would be %d+ bytes, more than the "
+      .. CAP .. " bytes %(16 MiB%) a message file may have\n$"), r.stderr)
+    unchanged(parent, before)
+  end)
+
+  it("just under 16 MiB with a big title is refused too", function()
+    local root, parent = seeded()
+    local before = F.snapshot(parent)
+    local r = try(root, CAP - 100, string.rep("T", 300))
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("MESSAGE_TOO_LARGE", 1, true), r.stderr)
+    unchanged(parent, before)
+  end)
+
+  it("the largest message that fits is read back whole and fsck is clean", function()
+    local root = seeded()
+    local probe = try(root, 1000, "t")
+    assert.equal(0, probe.code, F.describe(probe))
+    local file = root .. "/dev/" .. probe.stdout:match("%-> dev/(%S+)")
+    local overhead = #F.read(file) - 1000
+    local r = try(root, CAP - overhead, "t")
+    assert.equal(0, r.code, F.describe(r))
+    -- Same sender, title, seq width and time format as the probe: the file
+    -- is exactly 16 MiB, the largest a reader reads whole.
+    assert.equal(CAP, #F.read(root .. "/dev/" .. r.stdout:match("%-> dev/(%S+)")))
+    r = F.ok(root, { "read", "dev", "--as", "bob" })
+    assert.is_nil(r.stdout:find("truncated for display", 1, true))
+    assert.equal(0, F.ac(root, { "fsck", "dev" }).code)
+  end)
+end)
