@@ -105,6 +105,11 @@ static json_t *to_json(lua_State *L, int idx, int depth, const char **why)
     case LUA_TNUMBER:
         if (lua_isinteger(L, idx))
             return json_integer((json_int_t)lua_tointeger(L, idx));
+        if (!isfinite(lua_tonumber(L, idx))) {
+            /* JSON has no such numbers (jansson refuses them too) */
+            *why = "cannot encode inf or nan (JSON numbers are finite)";
+            return NULL;
+        }
         return json_real((double)lua_tonumber(L, idx));
     case LUA_TSTRING: {
         size_t len;

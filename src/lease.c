@@ -2,6 +2,7 @@
 #include "agentchat/lease.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +319,8 @@ static int set_phase(int cfd, json_t *j, const char *phase, int tag, struct ac_e
     return write_journal(cfd, j, tag, err);
 }
 
+static int file_matches(int dirfd, const char *name, const char *bytes, size_t len);
+
 /* Put the claim files in the state given by `use_next`. */
 static int apply_claims(int cfd, const struct change *c, size_t n, int use_next)
 {
@@ -329,6 +332,10 @@ static int apply_claims(int cfd, const struct change *c, size_t n, int use_next)
         if (!bytes) {
             if (AC_FAULT("lease.claim.unlink") == -1)
                 return -1;
+            /* Undoing a create removes only the record the journal wrote:
+             * a file there with other bytes is someone else's. */
+            if (!use_next && other && !file_matches(cfd, c[i].file, other, c[i].next_len))
+                continue;
             /* ENAMETOOLONG: a name that cannot exist is absent too. */
             if (ac_sys_unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG)
                 return -1;
@@ -627,6 +634,28 @@ static int read_claim_bytes(struct ac_board *b, const char *file, char **out, si
     return rc == -1 ? ac_err_sys(err, e, "TASK_IO_ERROR", "could not read lease record %s", file) : 0;
 }
 
+/* A new lease record claims/<file> must not exist yet: a dotted task id
+ * and a dotted owner can name another task's record ("t1" of "bob.evil" and
+ * "t1.bob" of "evil" are both t1.bob.evil.json). Refuse before anything is
+ * written (the journal's create would fail halfway, and its rollback would
+ * delete the other task's record). */
+static int check_claim_name_free(struct ac_board *b, const char *file, const char *id,
+                                 const char *owner, struct ac_err *err)
+{
+    struct stat st;
+    int cfd = open_claims(b, 0), taken;
+    if (cfd == -1)
+        return errno == ENOENT ? 0 : ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open claims/");
+    taken = fstatat(cfd, file, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+    close(cfd);
+    if (taken)
+        return ac_task_err(err, "LEASE_NAME_COLLISION",
+                           "lease record %s of task %s for %s already exists and is not that task's "
+                           "(another task id and owner give the same file name); use another owner name",
+                           file, id, owner);
+    return 0;
+}
+
 static int has_reason_problem(const char *reason, struct ac_err *err)
 {
     if (!reason || !reason[0])
@@ -646,6 +675,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
     struct change ch[2];
     size_t nch = 0;
     int expired = 0, rc = -1;
+    int64_t now_us;
 
     memset(ch, 0, sizeof ch);
     if (!ac_safe_name(actor))
@@ -655,6 +685,11 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
     if ((op == AC_LEASE_CLAIM || op == AC_LEASE_RENEW || op == AC_LEASE_RECOVER) &&
         !(isfinite(seconds) && seconds > 0))
         return ac_task_err(err, "LEASE_INVALID_DURATION", "lease duration must be positive");
+    /* An expiry past year 9999 cannot be written as a record time (it came
+     * out as year -290251, and every later command failed to read it). */
+    now_us = ac_isotime_now_us();
+    if (seconds * 1e6 > (double)(AC_ISOTIME_MAX_US - now_us))
+        return ac_task_err(err, "LEASE_INVALID_DURATION", "lease duration is out of range");
     if (ac_lease_journal_guard(b, err) == -1)
         return -1;
     cur = ac_board_get(b, id, err);
@@ -669,7 +704,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         return -1;
     status = ac_task_str(cur, "status");
     ac_board_now(now, 1);
-    ac_isotime_format(ac_isotime_now_us() + (int64_t)llround(seconds * 1e6), 6, expires);
+    ac_isotime_format(now_us + (int64_t)llround(seconds * 1e6), 6, expires);
     after = json_deep_copy(cur);
     details = json_object();
     if (!after || !details) {
@@ -704,7 +739,8 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         json_object_set_new(after, "lease_expires_at", json_string(expires));
         nclaim = new_claim(id, b->channel, actor, expires, now, NULL, NULL, NULL);
         snprintf(ch[0].file, sizeof ch[0].file, "%s.%s.json", id, actor);
-        if (claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
+        if (check_claim_name_free(b, ch[0].file, id, actor, err) == -1 ||
+            claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
             goto done;
         nch = 1;
         event = "lease.claimed";
@@ -819,7 +855,8 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
                     goto done;
             } else {
                 snprintf(ch[1].file, sizeof ch[1].file, "%s", newfile);
-                if (claim_bytes(nclaim, &ch[1].next, &ch[1].next_len, err) == -1)
+                if (check_claim_name_free(b, newfile, id, actor, err) == -1 ||
+                    claim_bytes(nclaim, &ch[1].next, &ch[1].next_len, err) == -1)
                     goto done;
                 nch = 2;
             }

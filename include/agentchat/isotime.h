@@ -27,6 +27,12 @@
  * taken as UTC) and *flags AC_ISOTIME_HAS_OFFSET when an offset was given. */
 int ac_isotime_parse(const char *s, size_t len, int64_t *epoch_us, int *flags);
 
+/* The latest instant a record may carry: 9999-12-31T00:00:00Z, a day short
+ * of the end of year 9999 so that every local zone still prints a 4-digit
+ * year (Python's datetime stops at 9999). A duration added to now must stay
+ * at or below it (lease and lock durations). */
+#define AC_ISOTIME_MAX_US INT64_C(253402214400000000)
+
 /* Current wall clock in microseconds since 1970. */
 int64_t ac_isotime_now_us(void);
 

@@ -190,3 +190,149 @@ describe("14.8 a message no reader could read", function()
     assert.equal(0, F.ac(root, { "fsck", "dev" }).code)
   end)
 end)
+
+describe("14.4 claim files of two tasks that map to one name", function()
+  --- t1 and t1.bob; bob.evil holds t1's lease (claims/t1.bob.evil.json).
+  local function collision_board()
+    local root, parent = F.new_root()
+    F.init(root, "dev")
+    F.ok(root, { "task", "create", "dev", "t1", "--from", "lead", "--title", "one" })
+    F.ok(root, { "task", "create", "dev", "t1.bob", "--from", "lead", "--title", "two" })
+    F.ok(root, { "task", "claim", "dev", "t1", "--as", "bob.evil" })
+    return root, parent
+  end
+
+  it("the second claim is refused LEASE_NAME_COLLISION up front, nothing written", function()
+    local root, parent = collision_board()
+    local before = F.snapshot(parent)
+    local r = F.ac(root, { "task", "claim", "dev", "t1.bob", "--as", "evil" })
+    assert.equal(2, r.code, F.describe(r))
+    assert.is_nil(F.error_line(r.stderr))
+    assert.equal("agent-chat: LEASE_NAME_COLLISION: lease record t1.bob.evil.json of task t1.bob for evil "
+      .. "already exists and is not that task's (another task id and owner give the same file name); use "
+      .. "another owner name\n", r.stderr)
+    unchanged(parent, before)
+    -- The board is not blocked: both tasks work on.
+    F.ok(root, { "task", "claim", "dev", "t1.bob", "--as", "carol" })
+    F.ok(root, { "task", "done", "dev", "t1", "--as", "bob.evil" })
+    assert.equal(0, F.ac(root, { "fsck", "dev" }).code)
+  end)
+
+  it("recover of an expired lease onto a colliding name is refused the same way", function()
+    local root, parent = F.new_root()
+    F.init(root, "dev")
+    F.ok(root, { "task", "create", "dev", "t1", "--from", "lead", "--title", "one" })
+    F.ok(root, { "task", "create", "dev", "t1.bob", "--from", "lead", "--title", "two" })
+    F.ok(root, { "task", "claim", "dev", "t1", "--as", "bob.evil" })
+    F.ok(root, { "task", "claim", "dev", "t1.bob", "--as", "carol", "--lease-seconds", "0.001" })
+    F.sleep(0.05)
+    local before = F.snapshot(parent)
+    local r = F.ac(root, { "task", "recover", "dev", "t1.bob", "--as", "evil", "--reason", "gone" })
+    assert.equal(2, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("^agent%-chat: LEASE_NAME_COLLISION: lease record t1.bob.evil.json "), r.stderr)
+    unchanged(parent, before)
+  end)
+
+  it("recover-pending never deletes a record its journal did not write", function()
+    -- The journal an older agent-chat left after the failed second claim:
+    -- prepared, "create t1.bob.evil.json" (previous null), while that file
+    -- holds bob.evil's lease of t1.
+    local root = collision_board()
+    local json = require "agentchat.json"
+    local function b64(s)
+      local f = F.tmpdir() .. "/b"
+      F.write(f, s)
+      local p = io.popen("base64 -w0 " .. F.sh(f))
+      local out = p:read("a")
+      p:close()
+      return out
+    end
+    local dir = root .. "/dev"
+    local t1_claim = F.read(dir .. "/claims/t1.bob.evil.json")
+    local before = F.read(dir .. "/tasks/t1.bob.json")
+    local their_claim = t1_claim:gsub('"task_id": "t1"', '"task_id": "t1.bob"'):gsub('"owner": "bob.evil"',
+      '"owner": "evil"')
+    F.write(dir .. "/claims/.lease-transaction.json", json.dumps({
+      version = 2, phase = "prepared", transaction_id = "7e34be68935c4fa491de3fe2bd60a3b9",
+      task_id = "t1.bob", task_file = "tasks/t1.bob.json", event = "lease.claimed",
+      task_before = b64(before), task_after = b64(before:gsub('"status": "open"', '"status": "in_progress"')),
+      claim_changes = json.array{ { file = "t1.bob.evil.json", previous = json.null, next = b64(their_claim) } },
+      details = {},
+    }, { indent = 2, sort_keys = true }) .. "\n")
+    F.ok(root, { "task", "recover-pending", "dev", "--as", "ops" })
+    assert.equal(t1_claim, F.read(dir .. "/claims/t1.bob.evil.json"))
+    assert.equal(before, F.read(dir .. "/tasks/t1.bob.json"))
+    local r = F.ok(root, { "task", "show", "dev", "t1" })
+    assert.truthy(r.stdout:find("bob.evil", 1, true), r.stdout)
+    F.ok(root, { "task", "renew", "dev", "t1", "--as", "bob.evil" })
+    assert.equal(0, F.ac(root, { "fsck", "dev" }).code)
+  end)
+end)
+
+describe("14.5 lease durations beyond year 9999", function()
+  local CASES = {
+    { "task", "claim", "dev", "t1", "--as", "bob", "--lease-seconds", "9999999999999" },
+    { "task", "claim", "dev", "t1", "--as", "bob", "--lease-seconds", "3e11" },
+    { "task", "claim", "dev", "t1", "--as", "bob", "--lease-seconds", "253402300799" },
+    { "task", "claim", "dev", "t1", "--as", "bob", "--lease-seconds", "1e308" },
+    { "task", "renew", "dev", "t2", "--as", "alice", "--ttl", "3e11" },
+  }
+  for _, argv in ipairs(CASES) do
+    it(table.concat(argv, " ", 2) .. ": LEASE_INVALID_DURATION, nothing written, every command still works", function()
+      local root, parent = F.new_root()
+      F.init(root, "dev")
+      F.ok(root, { "task", "create", "dev", "t1", "--from", "lead", "--title", "one" })
+      F.ok(root, { "task", "create", "dev", "t2", "--from", "lead", "--title", "two" })
+      F.ok(root, { "task", "claim", "dev", "t2", "--as", "alice" })
+      local before = F.snapshot(parent)
+      local r = F.ac(root, argv)
+      assert.equal(2, r.code, F.describe(r))
+      assert.equal("agent-chat: LEASE_INVALID_DURATION: lease duration is out of range\n", r.stderr)
+      unchanged(parent, before)
+      F.ok(root, { "task", "list", "dev" })
+      assert.equal(0, F.ac(root, { "fsck", "dev" }).code)
+    end)
+  end
+
+  it("a long but representable lease (one year) is accepted", function()
+    local root = F.new_root()
+    F.init(root, "dev")
+    F.ok(root, { "task", "create", "dev", "t1", "--from", "lead", "--title", "one" })
+    F.ok(root, { "task", "claim", "dev", "t1", "--as", "bob", "--lease-seconds", "31536000" })
+    F.ok(root, { "task", "list", "dev" })
+  end)
+end)
+
+describe("14.14 non-finite numbers", function()
+  for _, v in ipairs({ "inf", "1e309", "nan", "Infinity" }) do
+    it("team --silent-after " .. v .. " (with and without --json) is a usage error", function()
+      local root = seeded()
+      for _, extra in ipairs({ {}, { "--json" } }) do
+        local argv = { "team", "dev", "--silent-after", v, table.unpack(extra) }
+        local r = F.ac(root, argv)
+        assert.equal(2, r.code, F.describe(r))
+        assert.equal("agent-chat: USAGE: --silent-after must be a finite number of seconds >= 0\n", r.stderr)
+        assert.equal("", r.stdout)
+      end
+    end)
+  end
+
+  it("the API refuses them too, and json.dumps says why", function()
+    local root = seeded()
+    local script = F.tmpdir() .. "/s.lua"
+    F.write(script, [[
+local ac = require "agentchat"
+local json = require "agentchat.json"
+local ch = assert(ac.open(...):channel("dev"))
+print(select(2, pcall(ch.team, ch, { silent_after = math.huge })))
+print(select(2, pcall(json.dumps, { x = 0 / 0 })))
+print(json.dumps(assert(ch:team{ silent_after = 1e300 }).silent_after))
+]])
+    local r = F.ac(root, { "run", script, root })
+    assert.equal(0, r.code, F.describe(r))
+    local lines = F.lines(r.stdout)
+    assert.truthy(lines[1]:find("team: silent_after must be a finite number of seconds >= 0", 1, true), r.stdout)
+    assert.equal("json.dumps: cannot encode inf or nan (JSON numbers are finite)", lines[2])
+    assert.equal("1e+300", lines[3])
+  end)
+end)

@@ -31,12 +31,14 @@ local POINTS = {
 }
 local TRIALS = 40
 
--- Start a post stopped at `point` (a subshell waits for it and writes its
--- exit status to $W/paused.rc); wait until it is stopped (state T in /proc)
--- or gone. Exit 0 once stopped, 3 if it never stopped.
+-- Start a post with the fault rules $3 (one stops it; a subshell waits for
+-- it and writes its exit status to $W/paused.rc) and the fault log $5 (if
+-- any); wait until it is stopped (state T in /proc) or gone. Exit 0 once
+-- stopped, 3 if it never stopped.
 local START = [[
 R=$1; W=$2; P=$3; T=$4
-( AGENT_CHAT_FAULT="$P:stop" sh -c 'echo $$ >"$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid" &&
+[ -n "$5" ] && export AGENT_CHAT_FAULT_LOG="$5" AGENT_CHAT_FAULT_LOG_SYS=1
+( AGENT_CHAT_FAULT="$P" sh -c 'echo $$ >"$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid" &&
     exec "$0" --root "$2" post dev --from paused --title "$3" --body x' "$A" "$W" "$R" "$T" \
     >"$W/paused.out" 2>"$W/paused.err" </dev/null
   echo $? >"$W/rc.tmp" && mv "$W/rc.tmp" "$W/paused.rc" ) >/dev/null 2>&1 &
@@ -113,7 +115,7 @@ local function trial(point, i, thieves)
   F.post(root, "dev", "alice", "first", "x")
   F.ok(root, { "read", "dev", "--as", "reader" })
   local title = "paused " .. i
-  if F.shell(START, nil, root, work, point, title) ~= 0 then
+  if F.shell(START, nil, root, work, point .. ":stop", title) ~= 0 then
     bad("the poster never stopped: %s", F.show(F.read(work .. "/paused.err")))
     return problems, { dups = 0, lost = 0, dup_delivery = 0 }
   end
@@ -207,7 +209,7 @@ describe("a poster stopped while holding _seq.lock (issue 14.1)", function()
     local work = F.tmpdir()
     F.init(root, "dev")
     F.post(root, "dev", "alice", "first", "x")
-    assert.equal(0, F.shell(START, nil, root, work, "post.message.write", "alone"))
+    assert.equal(0, F.shell(START, nil, root, work, "post.message.write:stop", "alone"))
     lock_age(root, 40)
     F.shell(RESUME, nil, work)
     assert.equal("0", (F.read(work .. "/paused.rc") or ""):match("%d+"), F.read(work .. "/paused.err"))
@@ -218,6 +220,77 @@ describe("a poster stopped while holding _seq.lock (issue 14.1)", function()
     assert.equal(3, seqhigh(root))
     assert.is_nil(F.read(root .. "/dev/_seq.lock/x"))
     assert.equal(0, F.ac(root, { "fsck", "dev" }).code)
+  end)
+end)
+
+-- The move (a poster stopped right before its link, passed by others, posts
+-- the message again above them and removes the first copy) adds durable
+-- steps to a post: a crash at each of them (the crash walk's rule, here
+-- after the stop) leaves the message visible, as the first copy, the second
+-- or both, never a seq on two files, and the channel usable once the
+-- crashed poster's lock is stale.
+describe("a crash while a stopped poster moves its message (issue 14.1)", function()
+  local function run(rules, log)
+    local root = F.new_root()
+    local work = F.tmpdir()
+    F.init(root, "dev")
+    F.post(root, "dev", "alice", "first", "x")
+    assert.equal(0, F.shell(START, nil, root, work, rules, "moved", log or ""))
+    lock_age(root, 40)
+    F.post(root, "dev", "thief", "thief 1", "x")
+    F.post(root, "dev", "thief", "thief 2", "x")
+    F.shell(RESUME, nil, work)
+    return root, tonumber(F.read(work .. "/paused.rc")), F.read(work .. "/paused.err")
+  end
+
+  it("ends with the message visible at every crash point after the link", function()
+    local log = F.tmpdir() .. "/log"
+    local root, rc = run("sys.link#1:stop", log)
+    assert.equal(0, rc)
+    assert.same({ 1, 3, 4, 5 }, F.file_seqs(root .. "/dev"))   -- #2 moved to #5
+    local sys, first_link = {}, nil
+    for line in (F.read(log) or ""):gmatch("[^\n]+") do
+      if line:match("^sys%.") then
+        sys[#sys + 1] = line
+        if line == "sys.link" and not first_link then
+          first_link = #sys
+        end
+      end
+    end
+    assert.truthy(first_link and #sys >= first_link + 8, table.concat(sys, " "))
+    local problems = {}
+    for j = first_link + 1, #sys do
+      local r, code, err = run("sys.link#1:stop,sys.*#" .. j .. ":crash")
+      local where = string.format("crash at sys.*#%d (%s): ", j, sys[j])
+      local dir = r .. "/dev"
+      local copies = 0
+      for _, name in ipairs(H.ls(dir)) do
+        if name:match("^%d+%-paused%-moved%.md$") then
+          copies = copies + 1
+        end
+      end
+      if code ~= 137 then
+        problems[#problems + 1] = where .. "exit " .. tostring(code) .. " " .. F.show(err)
+      end
+      if copies < 1 or #duplicate_seqs(dir) > 0 then
+        problems[#problems + 1] = where .. copies .. " copies, duplicate seqs " .. table.concat(duplicate_seqs(dir), " ")
+      end
+      lock_age(r, 40)
+      local fsck = F.ac(r, { "fsck", "dev", "--repair" })
+      if fsck.code ~= 0 then
+        problems[#problems + 1] = where .. F.describe(fsck)
+      end
+      local max = 0
+      for _, n in ipairs(F.file_seqs(dir)) do
+        max = math.max(max, n)
+      end
+      -- Above every file (a seq reserved before the crash is burnt).
+      local next_seq = F.post(r, "dev", "alice", "after", "x")
+      if next_seq <= max or #duplicate_seqs(dir) > 0 then
+        problems[#problems + 1] = where .. "the next post is #" .. next_seq .. " after #" .. max
+      end
+    end
+    assert.equal(0, #problems, table.concat(problems, "\n"))
   end)
 end)
 
