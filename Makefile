@@ -67,7 +67,8 @@ RUNTIME_SRC := src/err.c src/fault.c src/fsutil.c src/utf8.c src/pystr.c src/slu
                src/taskrec.c src/board.c src/lease.c src/fsck.c src/receipts.c src/sha256.c
 RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
-            src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c
+            src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c \
+            src/l_sandbox.c
 LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/%.o)
@@ -128,8 +129,8 @@ build:
 # neither CC nor SANITIZE nor CFLAGS reach it. The Lua-driving targets load
 # the modules from lua/ (FUZZ_LUA_DIR) so that line hooks see line numbers.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := frontmatter taskrec lockrec pathnorm argparse yaml
-FUZZ_LUA_TARGETS := argparse yaml
+FUZZ_TARGETS := frontmatter taskrec lockrec pathnorm argparse yaml pattern
+FUZZ_LUA_TARGETS := argparse yaml pattern
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
