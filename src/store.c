@@ -5,8 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "agentchat/clock.h"
 #include "agentchat/utf8.h"
+
+/* How often a reader holding back an incomplete file looks again. */
+#define INCOMPLETE_RECHECK_NS (20 * 1000000LL)
 
 void ac_store_close(struct ac_store *st)
 {
@@ -62,9 +67,18 @@ static int add_skip(struct ac_inbox *in, const char *name, int e)
     return 0;
 }
 
-/* Read and parse one listed file into in->v (if relevant). */
+/* Empty or without its final newline, and changed less than
+ * AC_INCOMPLETE_GRACE_SEC ago (a file dated in the future is not fresh). */
+static int fresh_incomplete(const struct ac_inmsg *m)
+{
+    int64_t age = (int64_t)time(NULL) - m->mtime_sec;
+    return m->incomplete && age >= 0 && age < AC_INCOMPLETE_GRACE_SEC;
+}
+
+/* Read and parse one listed file into in->v (if relevant). With `hold`, a
+ * fresh incomplete file is not loaded: returns 1. */
 static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *agent,
-                    int all, struct ac_inbox *in, struct ac_err *err)
+                    int all, int hold, struct ac_inbox *in, struct ac_err *err)
 {
     struct ac_file f = { NULL, 0, 0, 0 };
     struct ac_inmsg m;
@@ -99,6 +113,11 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
         f.len += (size_t)nl;
         m.incomplete = 0;
     }
+    /* Relevant or not, as the rest of its text may say. */
+    if (hold && fresh_incomplete(&m)) {
+        ac_file_free(&f);
+        return 1;
+    }
     m.text = ac_text_from_file(f.data, f.len, &m.text_len);
     ac_file_free(&f);
     if (!m.text || ac_fm_parse(m.text, m.text_len, &m.fm) == -1) {
@@ -130,16 +149,32 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
     return 0;
 }
 
+/* Load l->v[from..]. With `hold`, stop at the first fresh incomplete file:
+ * the batch ends below its seq (in->max_seq, where a read moves the
+ * cursor) and in->held is set. */
 static int load_range(struct ac_chan *ch, const struct ac_listing *l, size_t from,
-                      const char *agent, int all, struct ac_inbox *in, struct ac_err *err)
+                      const char *agent, int all, int hold, struct ac_inbox *in, struct ac_err *err)
 {
     size_t i;
     in->max_seq = l->max_seq;
     in->count = l->count;
     for (i = from; i < l->n; i++) {
-        if (load_one(ch, &l->v[i], agent, all, in, err) == -1) {
+        int rc = load_one(ch, &l->v[i], agent, all, hold, in, err);
+        if (rc == -1) {
             ac_inbox_free(in);
             return -1;
+        }
+        if (rc == 1) {
+            uint64_t seq = l->v[i].seq;
+            while (in->n > 0 && in->v[in->n - 1].seq == seq) {     /* a second file of that seq */
+                in->n--;
+                ac_fm_free(&in->v[in->n].fm);
+                free(in->v[in->n].text);
+                free(in->v[in->n].name);
+            }
+            in->max_seq = seq - 1;
+            in->held = 1;
+            return 0;
         }
     }
     return 0;
@@ -148,15 +183,25 @@ static int load_range(struct ac_chan *ch, const struct ac_listing *l, size_t fro
 int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int flags,
                    struct ac_inbox *out, struct ac_err *err)
 {
-    struct ac_listing l;
-    int rc;
+    int64_t give_up = ac_clock_mono_ns() + (int64_t)AC_INCOMPLETE_GRACE_SEC * 1000000000;
 
-    memset(out, 0, sizeof *out);
-    if (ch->store->ops->msg_list(ch, after, !(flags & AC_INBOX_NO_STAMP), &l, err) == -1)
-        return -1;
-    rc = load_range(ch, &l, 0, agent, (flags & AC_INBOX_ALL) != 0, out, err);
-    ac_listing_free(&l);
-    return rc;
+    for (;;) {
+        struct ac_listing l;
+        int rc;
+
+        memset(out, 0, sizeof *out);
+        if (ch->store->ops->msg_list(ch, after, !(flags & AC_INBOX_NO_STAMP), &l, err) == -1)
+            return -1;
+        rc = load_range(ch, &l, 0, agent, (flags & AC_INBOX_ALL) != 0, 1, out, err);
+        ac_listing_free(&l);
+        /* A writer mid-write finishes within the grace (or the file stops
+         * being fresh); one that takes longer is left held back. */
+        if (rc == -1 || !out->held || ac_clock_mono_ns() >= give_up)
+            return rc;
+        ac_inbox_free(out);
+        if (ac_clock_sleep_ns(INCOMPLETE_RECHECK_NS) == -1)
+            return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
+    }
 }
 
 int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_err *err)
@@ -166,7 +211,7 @@ int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_
     memset(out, 0, sizeof *out);
     if (ch->store->ops->msg_list(ch, -1, 0, &l, err) == -1)
         return -1;
-    rc = load_range(ch, &l, l.n > n ? l.n - n : 0, NULL, 1, out, err);
+    rc = load_range(ch, &l, l.n > n ? l.n - n : 0, NULL, 1, 0, out, err);
     ac_listing_free(&l);
     return rc;
 }
@@ -188,7 +233,7 @@ int ac_inbox_seq(struct ac_chan *ch, uint64_t seq, struct ac_inbox *out, struct 
     out->count = l.count;
     /* The listing is sorted by (seq, name): the files of `seq` come first. */
     for (i = 0; i < l.n && l.v[i].seq == seq && rc == 0; i++)
-        rc = load_one(ch, &l.v[i], NULL, 1, out, err);
+        rc = load_one(ch, &l.v[i], NULL, 1, 0, out, err);
     if (rc == -1)
         ac_inbox_free(out);
     ac_listing_free(&l);

@@ -136,7 +136,7 @@ struct ac_inmsg {
     size_t text_len;
     struct ac_fm fm;          /* points into text */
     int64_t mtime_sec;
-    int incomplete;           /* empty or not newline-terminated (see wait.c) */
+    int incomplete;           /* empty or not newline-terminated */
     uint64_t truncated;       /* file size when only a prefix is shown, else 0 */
 };
 
@@ -152,6 +152,8 @@ struct ac_inbox {
     size_t count;             /* message files in the channel */
     struct ac_skip *skipped;  /* files that could not be read */
     size_t nskipped;
+    int held;                 /* the batch stops below a file still being
+                                 written (ac_inbox_fetch) */
 };
 
 enum {
@@ -159,8 +161,21 @@ enum {
     AC_INBOX_NO_STAMP = 2     /* always list the directory */
 };
 
+/* A message file that is empty or lacks its final newline and changed
+ * less than this many seconds ago is taken for one still being written (the
+ * Python tool writes messages in place). */
+#define AC_INCOMPLETE_GRACE_SEC 2
+
 /* Messages with seq > after that are relevant to `agent` (or all of them
- * with AC_INBOX_ALL), read and parsed. */
+ * with AC_INBOX_ALL), read and parsed.
+ * Incomplete files: every reader that moves a cursor (read, wait, inbox,
+ * watch) gets its batch here, so the rule lives here. A fresh incomplete
+ * file, relevant or not, is never returned and nothing above it is: the
+ * batch ends below it (out->max_seq) and out->held is set. The call looks
+ * again every 20 ms for up to AC_INCOMPLETE_GRACE_SEC, by which time a
+ * writer has finished or the file is no longer fresh (then it is returned
+ * as it is: a hand-made file without a final newline). INTERRUPTED on a
+ * signal while it waits. */
 int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int flags,
                    struct ac_inbox *out, struct ac_err *err);
 

@@ -336,3 +336,95 @@ print(json.dumps(assert(ch:team{ silent_after = 1e300 }).silent_after))
     assert.equal("1e+300", lines[3])
   end)
 end)
+
+describe("14.7 a message file still being written", function()
+  -- The Python tool writes a message in place: a reader can find it empty
+  -- or without its end. Message #2 is written in two halves 0.5 s apart;
+  -- #3 is complete. Every reader that moves a cursor waits for #2 to be
+  -- finished, shows all of it, and only then moves past it.
+  local HEAD = "---\nseq: 2\nfrom: py\nto: all\nchannel: dev\nts: 2030-01-01T00:00:00+00:00\n"
+    .. "status: discussion\ntitle: half\n---\nfirst half"
+  local TAIL = " and second half\n"
+
+  local function channel()
+    local root = F.new_root()
+    F.init(root, "dev")
+    F.post(root, "dev", "alice", "one", "x")
+    F.ok(root, { "read", "dev", "--as", "bob" })
+    F.write(root .. "/dev/0002-py-half.md", HEAD)
+    F.write(root .. "/dev/.seqhigh", "2")
+    F.post(root, "dev", "alice", "three", "x")
+    return root
+  end
+
+  --- Run cmd (words for sh) while the writer finishes #2 after `delay` s.
+  local function while_written(root, cmd, delay)
+    return F.background(root, cmd, "printf '%s' " .. F.sh(TAIL) .. " >>" .. F.sh(root .. "/dev/0002-py-half.md"),
+      delay or 0.5)
+  end
+
+  local function whole(out)
+    assert.truthy(out:find("first half and second half\n", 1, true), out)
+    assert.is_nil(out:find("first half\n", 1, true), out)
+    assert.truthy(out:find("title: three", 1, true), out)
+  end
+
+  it("read waits for it, shows it whole, then moves the cursor", function()
+    local root = channel()
+    local r = while_written(root, "read dev --as bob")
+    assert.equal(0, r.code, F.describe(r))
+    whole(r.stdout)
+    assert.equal("3", F.read(root .. "/dev/.cursors/bob.txt"))
+  end)
+
+  it("inbox does the same", function()
+    local root = channel()
+    local r = while_written(root, "inbox --as bob")
+    assert.equal(0, r.code, F.describe(r))
+    whole(r.stdout)
+    assert.equal("3", F.read(root .. "/dev/.cursors/bob.txt"))
+  end)
+
+  it("watch delivers the finished text", function()
+    local root = channel()
+    local script = F.tmpdir() .. "/w.lua"
+    F.write(script, "return function(msg) io.write(msg.text, '\\n--\\n') end\n")
+    local r = while_written(root, "watch dev --as bob --once --script " .. F.sh(script))
+    assert.equal(0, r.code, F.describe(r))
+    whole(r.stdout)
+    assert.equal("3", F.read(root .. "/dev/.cursors/bob.txt"))
+  end)
+
+  it("wait too", function()
+    local root = channel()
+    local r = while_written(root, "wait dev --as bob --timeout 10")
+    assert.equal(0, r.code, F.describe(r))
+    whole(r.stdout)
+    assert.equal("3", F.read(root .. "/dev/.cursors/bob.txt"))
+  end)
+
+  it("a writer slower than 2 s: the reader shows nothing from it on and keeps the cursor below it", function()
+    local root = channel()
+    local file = root .. "/dev/0002-py-half.md"
+    -- The writer keeps the file fresh for 3 s while read runs, then
+    -- finishes it.
+    local r = F.background(root, "read dev --as bob",
+      "for i in 1 2 3 4 5 6; do touch " .. F.sh(file) .. "; sleep 0.5; done", 0)
+    assert.equal(0, F.shell("printf '%s' " .. F.sh(TAIL) .. " >>" .. F.sh(file)))
+    assert.equal(0, r.code, F.describe(r))
+    assert.is_nil(r.stdout:find("half", 1, true), r.stdout)
+    assert.is_nil(r.stdout:find("three", 1, true), r.stdout)
+    assert.equal("1", F.read(root .. "/dev/.cursors/bob.txt"))
+    r = F.ok(root, { "read", "dev", "--as", "bob" })
+    whole(r.stdout)
+    assert.equal("3", F.read(root .. "/dev/.cursors/bob.txt"))
+  end)
+
+  it("a hand-made file without a final newline is shown as it is once it is 2 s old", function()
+    local root = channel()
+    os.execute("touch -d '-5 seconds' " .. F.sh(root .. "/dev/0002-py-half.md"))
+    local r = F.ok(root, { "read", "dev", "--as", "bob" })
+    assert.truthy(r.stdout:find("first half", 1, true), r.stdout)
+    assert.equal("3", F.read(root .. "/dev/.cursors/bob.txt"))
+  end)
+end)
