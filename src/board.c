@@ -225,7 +225,10 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
         return ac_task_err(err, "TASK_STORAGE_INVALID", "this store has no task board");
     if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))
         return ac_task_err(err, "TASK_INVALID_CHANNEL", "channel is not a safe channel name");
-    rc = ac_mutex_acquire(b->chfd, AC_TASKS_LOCK, &b->mutex);
+    /* A reader creates the lock file only once it succeeded (ac_board_keep):
+     * a failing read leaves the folder as it was. */
+    rc = mode == AC_BOARD_WRITE ? ac_mutex_acquire(b->chfd, AC_TASKS_LOCK, &b->mutex)
+                                : ac_mutex_acquire_reader(b->chfd, AC_TASKS_LOCK, &b->mutex);
     if (rc == AC_MUTEX_TIMEOUT)
         return ac_task_err(err, "TASK_LOCK_TIMEOUT", "could not acquire task mutation lock");
     if (rc == -1) {
@@ -246,6 +249,11 @@ int ac_board_reload(struct ac_board *b, struct ac_err *err)
     json_decref(b->ids);
     b->tasks = b->ids = NULL;
     return load(b, err);
+}
+
+void ac_board_keep(struct ac_board *b)
+{
+    ac_mutex_keep(b->chfd, AC_TASKS_LOCK, &b->mutex);
 }
 
 void ac_board_close(struct ac_board *b)

@@ -6,6 +6,8 @@
 #include "agentchat/json.h"
 #include "agentchat/utf8.h"
 
+const char *const ac_channel_temp_targets[] = { AC_META_FILE, ".seqhigh", "state.md", NULL };
+
 static const char *name_problem(const char *name)
 {
     size_t len = strlen(name), i;

@@ -60,6 +60,7 @@ static const struct {
     { "FSCK_STRAY_TEMP", AC_FSCK_REPAIRABLE },
     { "FSCK_STALE_RESERVATION", AC_FSCK_REPAIRABLE },
     { "FSCK_STALE_SEQ_LOCK", AC_FSCK_REPAIRABLE },
+    { "FSCK_PLANTED_LOCK", AC_FSCK_REPAIRABLE },
     { "FSCK_BUSY", AC_FSCK_BUSY },
 };
 #define NCODES (sizeof codes / sizeof codes[0])
@@ -202,20 +203,6 @@ static const char *read_problem(int e, char *buf, size_t size)
 
 /* ---- names of our own files ---- */
 
-/* The atomic writer's temp: ".<name>.<8 of [a-z0-9]>.tmp" (fsutil.c). The
- * exact shape matters: the channel folder is also a workspace, and an
- * editor's ".notes.tmp" there is not ours to report or remove. */
-static int is_temp_name(const char *name)
-{
-    size_t len = strlen(name), i;
-    if (name[0] != '.' || len < 15 || strcmp(name + len - 4, ".tmp") != 0 || name[len - 13] != '.')
-        return 0;
-    for (i = len - 12; i < len - 4; i++)
-        if (!(islower((unsigned char)name[i]) || isdigit((unsigned char)name[i])))
-            return 0;
-    return 1;
-}
-
 /* A seq reservation ".seqres-<decimal>" (seq.c). */
 static int is_reservation(const char *name)
 {
@@ -350,7 +337,8 @@ static void check_debris(struct fsck *f, int dirfd, const char *dir, const struc
         const char *name = names->v[i].name;
         int resv = dir == NULL && is_reservation(name);
         struct ac_finding *fd;
-        if ((!resv && !is_temp_name(name)) || !is_old_file(f, dirfd, name, AC_FSCK_DEBRIS_AGE))
+        if ((!resv && !ac_is_temp_name(name, dir == NULL ? ac_channel_temp_targets : NULL)) ||
+            !is_old_file(f, dirfd, name, AC_FSCK_DEBRIS_AGE))
             continue;
         join(path, sizeof path, dir, name);
         if (resv)
@@ -380,6 +368,38 @@ static const struct {
     { ".acks", 1 },
 };
 
+/* The lock entries no writer of ours can have made in another shape: a
+ * `_seq.lock` that is not a directory (posters mkdir it), a `_tasks.lock`
+ * or `.path-locks.lock` that is neither a regular file nor a directory (a
+ * symlink, a FIFO: the mutex opens it with O_NOFOLLOW and refuses). Every
+ * post, task or lock command fails while one is there, and nobody can hold
+ * it, so --repair removes it, after checking its type again. */
+static int planted_lock(const char *name, mode_t mode)
+{
+    if (strcmp(name, AC_SEQ_LOCK_DIR) == 0)
+        return !S_ISDIR(mode);
+    if (strcmp(name, AC_TASKS_LOCK) == 0 || strcmp(name, AC_PATHLOCK_MUTEX) == 0)
+        return !S_ISDIR(mode) && !S_ISREG(mode);
+    return 0;
+}
+
+static void check_planted_lock(struct fsck *f, const char *name, mode_t mode)
+{
+    struct stat st;
+    char hint[QUOTE_MAX + 64];
+    struct ac_finding *fd;
+
+    repair_hint(f, hint, sizeof hint);
+    fd = add(f, "FSCK_PLANTED_LOCK", name, "is %s, which no %s made: every %s fails while it is there%s",
+             kind_of(mode), strcmp(name, AC_SEQ_LOCK_DIR) == 0 ? "poster" : "command",
+             strcmp(name, AC_SEQ_LOCK_DIR) == 0 ? "post" : strcmp(name, AC_TASKS_LOCK) == 0
+                 ? "task command" : "path-lock command", hint);
+    if (f->repair && fd && fstatat(f->chfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        planted_lock(name, st.st_mode) && ac_sys_unlinkat(f->chfd, name, 0) == 0 &&
+        ac_fsync_dir(f->chfd) == 0)
+        mark_repaired(f, fd, "removed");
+}
+
 static void check_layout(struct fsck *f)
 {
     size_t i;
@@ -387,9 +407,15 @@ static void check_layout(struct fsck *f)
         struct stat st;
         if (fstatat(f->chfd, layout[i].name, &st, AT_SYMLINK_NOFOLLOW) == -1)
             continue;
+        if (planted_lock(layout[i].name, st.st_mode)) {
+            check_planted_lock(f, layout[i].name, st.st_mode);
+            continue;
+        }
         if (layout[i].dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-            add(f, "FSCK_BAD_ENTRY", layout[i].name, "is %s, expected %s", kind_of(st.st_mode),
-                layout[i].dir ? "a directory" : "a regular file");
+            add(f, "FSCK_BAD_ENTRY", layout[i].name, "is %s, expected %s%s", kind_of(st.st_mode),
+                layout[i].dir ? "a directory" : "a regular file",
+                strcmp(layout[i].name, AC_META_FILE) == 0
+                    ? " (no command can open the channel: they say it does not exist)" : "");
     }
 }
 
@@ -854,7 +880,7 @@ static void check_orphan_claims(struct fsck *f, json_t *known, const char *pendi
 
 static void check_board(struct fsck *f)
 {
-    struct ac_mutex m = { -1 };
+    struct ac_mutex m = { -1, 0 };
     struct ac_board b;
     struct ac_lease_pending p;
     struct ac_err err = AC_ERR_INIT;
@@ -904,7 +930,7 @@ out:
 
 static void check_locks(struct fsck *f)
 {
-    struct ac_mutex m = { -1 };
+    struct ac_mutex m = { -1, 0 };
     struct ents names;
     struct ac_lockrec *recs = NULL;
     struct ac_pl_journal j;

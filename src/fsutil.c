@@ -428,18 +428,36 @@ int ac_is_regular_at(int dirfd, const char *name)
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
+int ac_is_temp_name(const char *name, const char *const *targets)
+{
+    size_t len = strlen(name), i;
+    if (name[0] != '.' || len < 15 || strcmp(name + len - 4, ".tmp") != 0 || name[len - 13] != '.')
+        return 0;
+    for (i = len - 12; i < len - 4; i++)     /* random_suffix's alphabet */
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9')))
+            return 0;
+    if (!targets)
+        return 1;
+    for (; *targets; targets++) {
+        const char *t = (*targets)[0] == '.' ? *targets + 1 : *targets;
+        if (strlen(t) == len - 14 && strncmp(name + 1, t, len - 14) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 struct sweep {
     int dirfd;
     int64_t min_age, now;
     int removed;
+    const char *const *targets;
 };
 
 static int sweep_cb(void *ctx, const char *name, unsigned char type)
 {
     struct sweep *s = ctx;
-    size_t len = strlen(name);
     struct stat st;
-    if (type != DT_REG || name[0] != '.' || len < 6 || strcmp(name + len - 4, ".tmp") != 0)
+    if (type != DT_REG || !ac_is_temp_name(name, s->targets))
         return 0;
     if (s->min_age > 0 && (fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
                            s->now - st.st_mtim.tv_sec < s->min_age))
@@ -449,11 +467,16 @@ static int sweep_cb(void *ctx, const char *name, unsigned char type)
     return 0;
 }
 
-int ac_sweep_temps(int dirfd, int64_t min_age_sec)
+int ac_sweep_temps_of(int dirfd, int64_t min_age_sec, const char *const *targets)
 {
-    struct sweep s = { dirfd, min_age_sec, (int64_t)time(NULL), 0 };
+    struct sweep s = { dirfd, min_age_sec, (int64_t)time(NULL), 0, targets };
     ac_dir_walk(dirfd, sweep_cb, &s);
     return s.removed;
+}
+
+int ac_sweep_temps(int dirfd, int64_t min_age_sec)
+{
+    return ac_sweep_temps_of(dirfd, min_age_sec, NULL);
 }
 
 int ac_dir_walk(int dirfd, ac_dir_cb cb, void *ctx)

@@ -3,9 +3,10 @@
  * module "agentchat.folder" (used by the importers, docs/import.md).
  *
  *   folder.check(dir)             -- true | nil, message, errno
- *   folder.list(dir [, sub])      -- { {name=, kind=}, ... } in directory
- *                                    order (kind: "file", "dir", "symlink",
- *                                    "other") | nil, message, errno
+ *   folder.list(dir [, sub])      -- { {name=, kind=, size=}, ... } in
+ *                                    directory order (kind: "file", "dir",
+ *                                    "symlink", "other"; size: of a file, in
+ *                                    bytes) | nil, message, errno
  *   folder.read(dir, rel, cap)    -- bytes | nil, message, errno
  *
  * `dir` is the user's own path and is followed like any path given on the
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -74,7 +76,7 @@ static int open_below(const char *dir, const char *rel, int want_dir, const char
 
 static int l_check(lua_State *L)
 {
-    int fd = ac_open_dir_path(luaL_checkstring(L, 1));
+    int fd = ac_open_dir_path(ac_lua_checkcstring(L, 1));
     if (fd == -1)
         return push_errno(L, errno);
     close(fd);
@@ -85,13 +87,19 @@ static int l_check(lua_State *L)
 struct listing {
     lua_State *L;
     lua_Integer n;
+    int fd;
 };
 
 static int list_cb(void *ctx, const char *name, unsigned char type)
 {
     struct listing *l = ctx;
     lua_State *L = l->L;
-    lua_createtable(L, 0, 2);
+    struct stat st;
+    lua_createtable(L, 0, 3);
+    if (type == DT_REG && fstatat(l->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        lua_pushinteger(L, (lua_Integer)st.st_size);
+        lua_setfield(L, -2, "size");
+    }
     lua_pushstring(L, name);
     lua_setfield(L, -2, "name");
     lua_pushstring(L, type == DT_REG ? "file" : type == DT_DIR ? "dir"
@@ -103,8 +111,8 @@ static int list_cb(void *ctx, const char *name, unsigned char type)
 
 static int l_list(lua_State *L)
 {
-    const char *dir = luaL_checkstring(L, 1), *last;
-    const char *sub = luaL_optstring(L, 2, NULL);
+    const char *dir = ac_lua_checkcstring(L, 1), *last;
+    const char *sub = ac_lua_optcstring(L, 2, NULL);
     struct listing l;
     int fd = open_below(dir, sub, 1, &last), rc, e;
 
@@ -113,6 +121,7 @@ static int l_list(lua_State *L)
     lua_newtable(L);
     l.L = L;
     l.n = 0;
+    l.fd = fd;
     rc = ac_dir_walk(fd, list_cb, &l);
     e = errno;
     close(fd);
@@ -123,7 +132,7 @@ static int l_list(lua_State *L)
 
 static int l_read(lua_State *L)
 {
-    const char *dir = luaL_checkstring(L, 1), *rel = luaL_checkstring(L, 2), *last;
+    const char *dir = ac_lua_checkcstring(L, 1), *rel = ac_lua_checkcstring(L, 2), *last;
     lua_Integer cap = luaL_checkinteger(L, 3);
     char *buf;
     size_t len;

@@ -158,6 +158,9 @@ static json_t *to_json(lua_State *L, int idx, int depth, const char **why)
             if (lua_type(L, -2) != LUA_TSTRING) {
                 *why = "object keys must be strings";
                 item = NULL;
+            } else if (strlen(lua_tostring(L, -2)) != lua_rawlen(L, -2)) {
+                *why = "object keys must not contain NUL bytes";
+                item = NULL;
             } else {
                 item = to_json(L, -1, depth + 1, why);
             }

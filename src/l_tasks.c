@@ -70,6 +70,8 @@ static const char *opt_string(lua_State *L, int idx, const char *key)
     if (lua_type(L, -1) != LUA_TSTRING)
         luaL_error(L, "field '%s' must be a string", key);
     s = lua_tostring(L, -1);
+    if (strlen(s) != lua_rawlen(L, -1))
+        luaL_error(L, "field '%s' must not contain NUL bytes", key);
     lua_pop(L, 1);      /* kept alive by the table */
     return s;
 }
@@ -135,6 +137,7 @@ static int l_list(lua_State *L)
         push_record(L, json_object_get(b.tasks, json_string_value(id)));
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+    ac_board_keep(&b);
     ac_board_close(&b);
     return 1;
 }
@@ -153,6 +156,7 @@ static int l_snapshot(lua_State *L)
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_pushinteger(L, (lua_Integer)b.skipped);
+    ac_board_keep(&b);
     ac_board_close(&b);
     return 2;
 }
@@ -161,7 +165,7 @@ static int l_show(lua_State *L)
 {
     struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
-    const char *id = luaL_checkstring(L, 2);
+    const char *id = ac_lua_checkcstring(L, 2);
     json_t *rec;
     char *blocking;
     int n = open_board(L, AC_BOARD_READ, &b);
@@ -176,6 +180,7 @@ static int l_show(lua_State *L)
     push_record(L, rec);
     lua_pushstring(L, blocking ? blocking : "");
     free(blocking);
+    ac_board_keep(&b);
     ac_board_close(&b);
     return 2;
 }
@@ -232,7 +237,7 @@ static int l_update(lua_State *L)
     struct ac_task_change chg;
     struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
-    const char *id = luaL_checkstring(L, 2), *actor = luaL_checkstring(L, 3);
+    const char *id = ac_lua_checkcstring(L, 2), *actor = ac_lua_checkcstring(L, 3);
     json_t *out = NULL;
     int bad = 0, rc, n;
 
@@ -277,9 +282,9 @@ static int l_lease(lua_State *L)
     static const enum ac_lease_op codes[] = { AC_LEASE_CLAIM, AC_LEASE_RENEW, AC_LEASE_RELEASE,
                                               AC_LEASE_DONE, AC_LEASE_BLOCK, AC_LEASE_RECOVER };
     int op = luaL_checkoption(L, 2, NULL, ops);
-    const char *id = luaL_checkstring(L, 3), *actor = luaL_checkstring(L, 4);
+    const char *id = ac_lua_checkcstring(L, 3), *actor = ac_lua_checkcstring(L, 4);
     double seconds = (double)luaL_optnumber(L, 5, 300.0);
-    const char *reason = luaL_optstring(L, 6, NULL);
+    const char *reason = ac_lua_optcstring(L, 6, NULL);
     struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
     json_t *out = NULL;
@@ -299,7 +304,7 @@ static int l_lease(lua_State *L)
 
 static int l_recover_pending(lua_State *L)
 {
-    const char *actor = luaL_checkstring(L, 2), *resolve = luaL_optstring(L, 3, NULL);
+    const char *actor = ac_lua_checkcstring(L, 2), *resolve = ac_lua_optcstring(L, 3, NULL);
     struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
     int n = open_board(L, AC_BOARD_WRITE, &b), rc;

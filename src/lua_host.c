@@ -90,6 +90,20 @@ int ac_lua_fail_err(lua_State *L, const struct ac_err *err)
                        err->exit_code ? err->exit_code : 1, err->msg);
 }
 
+const char *ac_lua_checkcstring(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, idx, &len);
+    if (strlen(s) != len)
+        luaL_argerror(L, idx, "string contains a NUL byte");
+    return s;
+}
+
+const char *ac_lua_optcstring(lua_State *L, int idx, const char *def)
+{
+    return lua_isnoneornil(L, idx) ? def : ac_lua_checkcstring(L, idx);
+}
+
 /* package.preload loader for an embedded module (upvalue: its index). */
 static int load_embedded(lua_State *L)
 {

@@ -61,6 +61,7 @@ static int acquire(int dirfd, const char *name, int create, struct ac_mutex *m)
 {
     int64_t deadline = ac_clock_mono_ns() + DEADLINE_NS;
     m->fd = -1;
+    m->missing = 0;
     if (AC_FAULT("mutex.acquire") == -1)
         return -1;
     for (;;) {
@@ -95,10 +96,31 @@ int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m)
     return acquire(dirfd, name, 0, m);
 }
 
+int ac_mutex_acquire_reader(int dirfd, const char *name, struct ac_mutex *m)
+{
+    int rc = acquire(dirfd, name, 0, m);
+    if (rc == -1 && errno == ENOENT) {
+        m->missing = 1;
+        return 0;
+    }
+    return rc;
+}
+
+void ac_mutex_keep(int dirfd, const char *name, const struct ac_mutex *m)
+{
+    int fd;
+    if (!m->missing)
+        return;
+    fd = ac_sys_create(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd != -1)
+        close(fd);              /* best effort: it only mirrors the Python tool */
+}
+
 int ac_mutex_lock_dir(int dirfd, int wait, struct ac_mutex *m)
 {
     int fd;
     m->fd = -1;
+    m->missing = 0;
     do
         fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     while (fd == -1 && errno == EINTR);

@@ -484,8 +484,10 @@ static int channel_fd(struct ac_chan *ch, struct ac_err *err)
     return fd;
 }
 
-/* Take the mutex and open locks/ if it exists. */
-static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *err)
+/* Take the mutex and open locks/ if it exists. A reader (`create` 0)
+ * creates the mutex file only once it succeeded (session_keep): a failing
+ * read leaves the folder as it was. */
+static int session_open_mode(struct session *s, struct ac_chan *ch, int create, struct ac_err *err)
 {
     int rc;
     s->ch = ch;
@@ -495,7 +497,8 @@ static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *er
     s->chfd = channel_fd(ch, err);
     if (s->chfd == -1)
         return -1;
-    rc = ac_mutex_acquire(s->chfd, AC_PATHLOCK_MUTEX, &s->mx);
+    rc = create ? ac_mutex_acquire(s->chfd, AC_PATHLOCK_MUTEX, &s->mx)
+                : ac_mutex_acquire_reader(s->chfd, AC_PATHLOCK_MUTEX, &s->mx);
     if (rc == AC_MUTEX_TIMEOUT)
         return ac_pl_err(err, "PATH_LOCK_TIMEOUT", "could not acquire path-lock mutation lock");
     if (rc == -1) {
@@ -510,6 +513,16 @@ static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *er
         return -1;
     }
     return 0;
+}
+
+static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *err)
+{
+    return session_open_mode(s, ch, 1, err);
+}
+
+static void session_keep(struct session *s)
+{
+    ac_mutex_keep(s->chfd, AC_PATHLOCK_MUTEX, &s->mx);
 }
 
 /* Create locks/ when the first lock is about to be written (a refused
@@ -1009,7 +1022,7 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
         return -1;
     if ((chfd = channel_fd(ch, err)) == -1 || normalize_all(chfd, paths, n, 0, &lp, err) == -1)
         return -1;
-    if (session_open(&s, ch, err) == -1) {
+    if (session_open_mode(&s, ch, 0, err) == -1) {
         paths_free(lp, n);
         return -1;
     }
@@ -1029,6 +1042,7 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
             take(&l, i, &out->v[out->n++]);
     }
     rc = 0;
+    session_keep(&s);
 out:
     session_close(&s);
     ac_locklist_free(&l);
@@ -1255,7 +1269,7 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
         *pending = 0;
     if (pending_id)
         pending_id[0] = '\0';
-    if (session_open(&s, ch, err) == -1)
+    if (session_open_mode(&s, ch, 0, err) == -1)
         return -1;
     s.lenient = (flags & AC_LIST_LENIENT) != 0;
     if (flags & AC_LIST_IGNORE_JOURNAL) {
@@ -1274,6 +1288,8 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
     }
     if (rc == 0)
         rc = session_load(&s, out, err);
+    if (rc == 0)
+        session_keep(&s);
     session_close(&s);
     return rc;
 }

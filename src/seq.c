@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agentchat/channel.h"
 #include "agentchat/clock.h"
 #include "agentchat/dirwatch.h"
 #include "agentchat/fault.h"
@@ -251,12 +252,11 @@ struct seq_sweep {
 
 static int seq_sweep_cb(void *ctx, const char *name, unsigned char type)
 {
+    static const char *const seqhigh[] = { AC_SEQ_HIGH_FILE, NULL };
     struct seq_sweep *s = ctx;
-    size_t len = strlen(name);
     if (type != DT_REG)
         return 0;
-    if (strncmp(name, ".seqres-", 8) == 0 ||
-        (strncmp(name, ".seqhigh.", 9) == 0 && len > 4 && strcmp(name + len - 4, ".tmp") == 0)) {
+    if (strncmp(name, ".seqres-", 8) == 0 || ac_is_temp_name(name, seqhigh)) {
         if (ac_sys_unlinkat(s->dirfd, name, 0) == 0)
             s->removed++;
     }
@@ -270,7 +270,7 @@ int ac_seq_sweep(int dirfd, struct ac_err *err)
     if (ac_seqlock_acquire(dirfd, &lk, err) == -1)
         return -1;
     ac_dir_walk(dirfd, seq_sweep_cb, &s);
-    s.removed += ac_sweep_temps(dirfd, 60);
+    s.removed += ac_sweep_temps_of(dirfd, 60, ac_channel_temp_targets);
     ac_seqlock_release(&lk);
     return s.removed;
 }

@@ -19,6 +19,12 @@
 
 #define AC_NAME_MAX 255
 #define AC_META_FILE "_meta.json"
+
+/* The files of the channel directory itself that are written through
+ * ac_write_atomic (messages go through seq reservations instead), so the
+ * only temps there that are ours (fsck, the post sweep): _meta.json,
+ * .seqhigh, state.md. NULL-terminated. */
+extern const char *const ac_channel_temp_targets[];
 #define AC_META_CAP (1u << 20)
 
 /* Check a channel name. Returns 0, or -1 with CHANNEL_INVALID_NAME and the

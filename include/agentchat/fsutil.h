@@ -146,11 +146,20 @@ int ac_dirstate_eq(const struct ac_dirstate *a, const struct ac_dirstate *b);
 /* True when a regular file `name` exists in dirfd (not following symlinks). */
 int ac_is_regular_at(int dirfd, const char *name);
 
+/* Is `name` a temp file of ac_write_atomic (".<target>.<8 letters or
+ * digits>.tmp", the target's own leading dot dropped)? With `targets` (a
+ * NULL-terminated list), only for one of those targets: a directory that is
+ * also the agents' workspace (the channel directory) may hold an editor's
+ * ".notes.abcd1234.tmp", which is not ours. */
+int ac_is_temp_name(const char *name, const char *const *targets);
+
 /* Remove the temp files of ac_write_atomic (".<name>.<random>.tmp") from
  * dirfd that are at least min_age_sec old (0: all). Only for a directory
  * whose writers the caller excludes (it holds their lock), or with an age
- * no live write can reach. Returns the number removed. */
+ * no live write can reach. Returns the number removed. The _of variant
+ * removes only temps of `targets` (ac_is_temp_name). */
 int ac_sweep_temps(int dirfd, int64_t min_age_sec);
+int ac_sweep_temps_of(int dirfd, int64_t min_age_sec, const char *const *targets);
 
 /* Directory iteration. The callback gets each entry name (never "." or "..")
  * and a d_type (DT_UNKNOWN is resolved with fstatat, without following

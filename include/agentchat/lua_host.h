@@ -32,6 +32,13 @@ int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *messa
 struct ac_err;
 int ac_lua_fail_err(lua_State *L, const struct ac_err *err);
 
+/* luaL_checkstring / luaL_optstring for a string C reads as a C string
+ * (a name, an id, a path): raises "bad argument #i to 'f' (string contains
+ * a NUL byte)" for one with a NUL inside, which C would cut there
+ * (root:channel("dev\0zzz") would open dev). */
+const char *ac_lua_checkcstring(lua_State *L, int idx);
+const char *ac_lua_optcstring(lua_State *L, int idx, const char *def);
+
 /* Module openers (one per binding file). */
 int luaopen_agentchat_store(lua_State *L);
 int luaopen_agentchat_sys(lua_State *L);

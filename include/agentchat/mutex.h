@@ -30,6 +30,7 @@
 
 struct ac_mutex {
     int fd;
+    int missing;            /* ac_mutex_acquire_reader found no lock file */
 };
 
 /* 0 acquired; AC_MUTEX_TIMEOUT after 10 s of trying; -1 with errno on an
@@ -42,6 +43,14 @@ int ac_mutex_acquire(int dirfd, const char *name, struct ac_mutex *m);
  * writer has ever used it... or one is creating it right now, which a
  * read-only check may ignore: every write it guards is atomic). */
 int ac_mutex_acquire_existing(int dirfd, const char *name, struct ac_mutex *m);
+
+/* For a reading command: as ac_mutex_acquire_existing, but a missing lock
+ * file is no error: 0 with m->missing set and nothing held (no writer has
+ * ever used it). A read that then fails leaves the folder as it was; one
+ * that succeeds calls ac_mutex_keep, which creates the file, as a read of
+ * the Python tool leaves it (the recorded transcripts show it). */
+int ac_mutex_acquire_reader(int dirfd, const char *name, struct ac_mutex *m);
+void ac_mutex_keep(int dirfd, const char *name, const struct ac_mutex *m);
 
 /* flock the directory dirfd itself (no lock file, so the folder format is
  * unchanged): the exclusion of one long-running writer per channel that

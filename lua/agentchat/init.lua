@@ -148,9 +148,15 @@ end
 
 --- Create a channel. opts.members: list of names (kept in order), opts.topic.
 function Root:init(name, opts)
-  opts = opts or {}
   if type(name) ~= "string" then
     error("channel name must be a string", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("init expects an options table", 2)
+  end
+  opts = opts or {}
+  if type(opts.members or {}) ~= "table" then
+    error("init: members must be a list of names", 2)
   end
   local ok, msg, code, exit = store.check_name(name)
   if not ok then
@@ -480,6 +486,9 @@ end
 --- Move the cursor as a read of `batch` does: to the highest seq of all
 --- message files seen in the scan that produced it.
 function Channel:commit(batch)
+  if type(batch) ~= "table" or type(batch.agent) ~= "string" or math.type(batch.cursor) ~= "integer" then
+    error("commit expects a batch from fetch (with agent and cursor)", 2)
+  end
   return self._h:set_cursor(batch.agent, batch.cursor)
 end
 

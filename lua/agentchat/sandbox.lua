@@ -567,6 +567,11 @@ function M.render(source, chunkname, state, opts)
   elseif #res > max_output then
     return nil, format("template returned %d bytes, more than the %d-byte limit", #res, max_output),
       "TEMPLATE_BAD_RESULT"
+  elseif find(res, "\0", 1, true) then
+    -- state.md is text: what readers and the Python tool read back
+    return nil, "template returned text with a NUL byte", "TEMPLATE_BAD_RESULT"
+  elseif not sys.utf8_valid(res) then
+    return nil, "template returned text that is not valid UTF-8", "TEMPLATE_BAD_RESULT"
   end
   return res
 end

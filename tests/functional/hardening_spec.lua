@@ -37,6 +37,15 @@ echo $? >"$W/rc"
            argv = { "post", "dev" } }
 end
 
+--- Run the Lua `source` with `agent-chat run` (its `...` is the root).
+local function run_lua(root, source)
+  local script = F.tmpdir() .. "/s.lua"
+  F.write(script, source)
+  local r = F.ac(root, { "run", script, root })
+  assert.equal(0, r.code, F.describe(r))
+  return r
+end
+
 --- Nothing changed under `parent` but what `ignore` allows.
 local function unchanged(parent, before)
   local diff = F.diff(before, F.snapshot(parent))
@@ -319,8 +328,7 @@ describe("14.14 non-finite numbers", function()
 
   it("the API refuses them too, and json.dumps says why", function()
     local root = seeded()
-    local script = F.tmpdir() .. "/s.lua"
-    F.write(script, [[
+    local r = run_lua(root, [[
 local ac = require "agentchat"
 local json = require "agentchat.json"
 local ch = assert(ac.open(...):channel("dev"))
@@ -328,8 +336,6 @@ print(select(2, pcall(ch.team, ch, { silent_after = math.huge })))
 print(select(2, pcall(json.dumps, { x = 0 / 0 })))
 print(json.dumps(assert(ch:team{ silent_after = 1e300 }).silent_after))
 ]])
-    local r = F.ac(root, { "run", script, root })
-    assert.equal(0, r.code, F.describe(r))
     local lines = F.lines(r.stdout)
     assert.truthy(lines[1]:find("team: silent_after must be a finite number of seconds >= 0", 1, true), r.stdout)
     assert.equal("json.dumps: cannot encode inf or nan (JSON numbers are finite)", lines[2])
@@ -426,5 +432,175 @@ describe("14.7 a message file still being written", function()
     local r = F.ok(root, { "read", "dev", "--as", "bob" })
     assert.truthy(r.stdout:find("first half", 1, true), r.stdout)
     assert.equal("3", F.read(root .. "/dev/.cursors/bob.txt"))
+  end)
+end)
+
+describe("14.11 a _meta.json that is a symlink or a FIFO", function()
+  for _, kind in ipairs({ "symlink", "fifo" }) do
+    it(kind .. ": the channel is invisible to commands, and fsck reports it", function()
+      local root = F.new_root()
+      F.init(root, "dev")
+      F.init(root, "ok")
+      local meta = root .. "/dev/_meta.json"
+      os.rename(meta, root .. "/meta.real")
+      if kind == "symlink" then
+        assert.equal(0, F.shell("ln -s ../meta.real " .. F.sh(meta)))
+      else
+        assert.equal(0, F.shell("mkfifo " .. F.sh(meta)))
+      end
+      local want = "dev: FSCK_BAD_ENTRY: _meta.json: is " .. (kind == "symlink" and "a symbolic link" or "a special file")
+        .. ", expected a regular file (no command can open the channel: they say it does not exist)\n"
+      for _, argv in ipairs({ { "fsck" }, { "fsck", "dev" } }) do
+        local r = F.ac(root, argv)
+        assert.equal(1, r.code, F.describe(r))
+        assert.equal(want, r.stdout)
+      end
+      local r = F.ac(root, { "fsck", "--json" })
+      assert.truthy(r.stdout:find('"channels": [\n    "dev",\n    "ok"\n  ]', 1, true), r.stdout)
+      assert.equal(0, F.ac(root, { "fsck", "ok" }).code)
+    end)
+  end
+end)
+
+describe("14.12 a lock file planted as a symlink", function()
+  it("post fails at once with SEQ_LOCK_INVALID; fsck --repair removes all three, and everything works", function()
+    local root = F.new_root()
+    F.init(root, "dev")
+    F.ok(root, { "task", "create", "dev", "t1", "--from", "lead", "--title", "one" })
+    local dir = root .. "/dev"
+    os.remove(dir .. "/_tasks.lock")
+    for _, name in ipairs({ "_seq.lock", "_tasks.lock", ".path-locks.lock" }) do
+      assert.equal(0, F.shell("ln -s /nonexistent " .. F.sh(dir .. "/" .. name)))
+    end
+    local r, took = F.background(root, "post dev --from a --title t --body b", ":", 0)
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("^agent%-chat: SEQ_LOCK_INVALID: _seq.lock is not a directory"), r.stderr)
+    io.stderr:write(string.format("# post with a planted _seq.lock symlink failed after %.2f s\n", took))
+    r = F.ac(root, { "fsck", "dev" })
+    assert.equal(1, r.code, F.describe(r))
+    for _, name in ipairs({ "_seq.lock", "_tasks.lock", ".path-locks.lock" }) do
+      assert.truthy(r.stdout:find("FSCK_PLANTED_LOCK: " .. name .. ": is a symbolic link", 1, true), r.stdout)
+    end
+    r = F.ac(root, { "fsck", "dev", "--repair" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("dev: repaired: FSCK_PLANTED_LOCK: _seq.lock: removed\n"
+      .. "dev: repaired: FSCK_PLANTED_LOCK: _tasks.lock: removed\n"
+      .. "dev: repaired: FSCK_PLANTED_LOCK: .path-locks.lock: removed\n", r.stdout)
+    F.post(root, "dev", "a", "t", "b")
+    F.ok(root, { "task", "claim", "dev", "t1", "--as", "bob" })
+    F.ok(root, { "lock", "dev", "src", "--as", "bob" })
+    assert.equal(0, F.ac(root, { "fsck", "dev" }).code)
+  end)
+end)
+
+describe("14.13 a NUL inside a name through the Lua API", function()
+  it("is refused, never cut short", function()
+    local root = F.new_root()
+    F.init(root, "dev")
+    local r = run_lua(root, [[
+local ac = require "agentchat"
+local root = ac.open(...)
+print((select(3, root:init("new\0chan"))))
+print((select(3, root:channel("dev\0zzz"))))
+local ch = assert(root:channel("dev"))
+print((select(2, pcall(ch.cursor, ch, "bob\0x"))))
+print((select(2, pcall(ch.set_cursor, ch, "bob\0x", 1))))
+print((select(3, ch:post{ from = "a\0b", title = "t", body = "b" })))
+print((select(2, pcall(require("agentchat.json").dumps, { ["a\0b"] = 1 }))))
+]])
+    assert.same({ "CHANNEL_INVALID_NAME", "CHANNEL_INVALID_NAME",
+      "bad argument #1 to 'cursor' (string contains a NUL byte)",
+      "bad argument #1 to 'set_cursor' (string contains a NUL byte)", "INVALID_TEXT",
+      "json.dumps: object keys must not contain NUL bytes" }, F.lines(r.stdout))
+    assert.same({ "dev" }, H.ls(root))
+    assert.same({ "_meta.json" }, H.ls(root .. "/dev"))
+  end)
+end)
+
+describe("14.15 smaller ones", function()
+  it("an import whose files total more than 64 MiB is refused up front", function()
+    local root = F.new_root()
+    F.init(root, "imp")
+    local dir = F.tmpdir() .. "/team"
+    assert.equal(0, F.shell("mkdir -p " .. F.sh(dir .. "/inbox") .. " && cp " .. F.sh(H.repo
+      .. "/tests/fixtures/import/team/config.json") .. " " .. F.sh(dir)))
+    -- Five sparse 20 MiB inboxes: never read, the sizes alone refuse them.
+    for i = 1, 5 do
+      assert.equal(0, F.shell("truncate -s 20M " .. F.sh(dir .. "/inbox/a" .. i .. ".jsonl")))
+    end
+    local r = F.ac(root, { "import", "team", dir, "--into", "imp", "--dry-run" })
+    assert.equal(1, r.code, F.describe(r))
+    assert.equal("agent-chat: IMPORT_TOO_LARGE: the folder's mailbox files hold 100.0 MiB together, more than "
+      .. "64 MiB; import it in parts\n", r.stderr)
+  end)
+
+  it("fsck --repair leaves a user's .notes.abcd1234.tmp alone and removes only its own temps", function()
+    local root = F.new_root()
+    F.init(root, "dev")
+    local dir = root .. "/dev"
+    for _, name in ipairs({ ".notes.abcd1234.tmp", ".state.md.abcd1234.tmp", ".seqhigh.x1y2z3w4.tmp" }) do
+      F.write(dir .. "/" .. name, "x")
+      os.execute("touch -d '-5 minutes' " .. F.sh(dir .. "/" .. name))
+    end
+    local r = F.ac(root, { "fsck", "dev", "--repair" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("dev: repaired: FSCK_STRAY_TEMP: .seqhigh.x1y2z3w4.tmp: removed\n"
+      .. "dev: repaired: FSCK_STRAY_TEMP: .state.md.abcd1234.tmp: removed\n", r.stdout)
+    assert.equal("x", F.read(dir .. "/.notes.abcd1234.tmp"))
+    -- The sweep of recover-pending neither.
+    F.ok(root, { "task", "create", "dev", "t1", "--from", "lead", "--title", "one" })
+    F.ac(root, { "task", "recover-pending", "dev", "--as", "ops" })
+    assert.equal("x", F.read(dir .. "/.notes.abcd1234.tmp"))
+  end)
+
+  it("failing read-only commands create no lock file; succeeding ones do, as the Python tool's", function()
+    local root = F.new_root()
+    F.init(root, "dev")
+    local dir = root .. "/dev"
+    for _, argv in ipairs({ { "task", "show", "dev", "nosuch" }, { "task", "show", "dev", "../x" },
+                            { "check", "dev", "../../x" } }) do
+      local r = F.ac(root, argv)
+      assert.is_true(r.code ~= 0, F.describe(r))
+      assert.same({ "_meta.json" }, H.ls(dir), F.describe(r))
+    end
+    F.ok(root, { "task", "list", "dev" })
+    F.ok(root, { "check", "dev", "src" })
+    assert.same({ ".path-locks.lock", "_meta.json", "_tasks.lock" }, H.ls(dir))
+  end)
+
+  it("API misuse gets an argument error, not 'attempt to index'", function()
+    local root = F.new_root()
+    F.init(root, "dev")
+    local r = run_lua(root, [[
+local ac = require "agentchat"
+local root = ac.open(...)
+local ch = assert(root:channel("dev"))
+for _, f in ipairs({ function() return ch:commit(5) end, function() return ch:compact(5) end,
+                     function() return ch:render_state(true) end, function() return root:init("x", 5) end,
+                     function() return root:init("x", { members = 5 }) end }) do
+  print(select(2, pcall(f)))
+end
+]])
+    local lines = F.lines(r.stdout)
+    assert.equal(5, #lines, r.stdout)
+    for _, l in ipairs(lines) do
+      assert.is_nil(l:find("attempt to", 1, true), l)
+    end
+    assert.truthy(lines[1]:find("commit expects a batch from fetch", 1, true), lines[1])
+  end)
+
+  it("a template's NUL bytes or invalid UTF-8 never reach state.md", function()
+    local root = F.new_root()
+    F.init(root, "dev")
+    local t = F.tmpdir()
+    F.write(t .. "/nul.lua", 'return "a\\0b"')
+    F.write(t .. "/bad.lua", 'return "caf\\xe9"')
+    for name, want in pairs({ nul = "text with a NUL byte", bad = "text that is not valid UTF-8" }) do
+      local r = F.ac(root, { "state", "dev", "--template", t .. "/" .. name .. ".lua", "--write", "--from", "a" })
+      assert.equal(1, r.code, F.describe(r))
+      assert.truthy(r.stderr:find("TEMPLATE_BAD_RESULT: ", 1, true), r.stderr)
+      assert.truthy(r.stderr:find("template returned " .. want, 1, true), r.stderr)
+      assert.is_nil(F.read(root .. "/dev/state.md"))
+    end
   end)
 end)
