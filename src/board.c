@@ -77,13 +77,17 @@ int ac_board_read_record(int dirfd, const char *name, json_t **out, struct ac_er
     return 0;
 }
 
-static int load(struct ac_board *b, struct ac_err *err)
+/* Python's _read_all(): every record of tasks/ in file-name order, read
+ * and validated (a lenient board skips the bad ones). */
+static int load_records(struct ac_board *b, struct ac_err *err)
 {
     struct names c;
     size_t i;
     int tfd, rc = 0;
 
     memset(&c, 0, sizeof c);
+    json_decref(b->tasks);
+    json_decref(b->ids);
     b->tasks = json_object();
     b->ids = json_array();
     if (!b->tasks || !b->ids)
@@ -122,15 +126,52 @@ static int load(struct ac_board *b, struct ac_err *err)
     }
     close(tfd);
     ac_names_free(c.v, c.n);
-    if (rc == 0 && !b->lenient)
-        rc = ac_board_graph_check(b->tasks, b->ids, err);
     return rc;
 }
 
-/* Unknown dependencies first (in id order), then cycles by depth-first
- * search from each id in order; the task reported is the one met again
- * while still on the path (a self-dependency reports itself). Iterative,
- * so a hostile chain cannot exhaust the stack. */
+int ac_board_load(struct ac_board *b, int graph, struct ac_err *err)
+{
+    if (load_records(b, err) == -1)
+        return -1;
+    if (graph && !b->lenient)
+        return ac_board_graph_check(b->tasks, b->ids, err);
+    return 0;
+}
+
+int ac_board_read_one(struct ac_board *b, const char *id, json_t **out, struct ac_err *err)
+{
+    char name[300];
+    json_t *rec = NULL;
+    int tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
+
+    *out = NULL;
+    snprintf(name, sizeof name, "%s.json", id);
+    if (tfd == -1 || faccessat(tfd, name, F_OK, 0) == -1) {
+        if (tfd != -1)
+            close(tfd);
+        return ac_task_err(err, "TASK_NOT_FOUND", "task record does not exist: %s", id);
+    }
+    if (ac_board_read_record(tfd, name, &rec, err) == -1 ||
+        ac_task_validate(rec, name, b->channel, b->chfd, err) == -1) {
+        json_decref(rec);
+        close(tfd);
+        return -1;
+    }
+    close(tfd);
+    *out = rec;
+    return 0;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Python's _validate_graph(): unknown dependencies first (records in
+ * `ids` order), then cycles by depth-first search from each id in sorted
+ * order; the task reported is the one met again while still on the path
+ * (a self-dependency reports itself). Iterative, so a hostile chain
+ * cannot exhaust the stack. */
 int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
 {
     size_t i, j, n = json_array_size(ids);
@@ -139,6 +180,7 @@ int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
         const char *id;
         size_t next;
     } *stack;
+    const char **order;
     size_t top;
 
     json_array_foreach(ids, i, id) {
@@ -151,16 +193,22 @@ int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
     }
     state = json_object();                  /* id -> 1 visiting, 2 done */
     stack = malloc((n + 1) * sizeof *stack);
-    if (!state || !stack) {
+    order = malloc((n + 1) * sizeof *order);
+    if (!state || !stack || !order) {
         json_decref(state);
         free(stack);
+        free(order);
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check the task graph");
     }
-    json_array_foreach(ids, i, id) {
-        if (json_object_get(state, json_string_value(id)))
+    json_array_foreach(ids, i, id)
+        order[i] = json_string_value(id);
+    if (n > 1)
+        qsort(order, n, sizeof *order, cmp_cstr);
+    for (i = 0; i < n; i++) {
+        if (json_object_get(state, order[i]))
             continue;
         top = 0;
-        stack[top].id = json_string_value(id);
+        stack[top].id = order[i];
         stack[top].next = 0;
         json_object_set_new(state, stack[top].id, json_integer(1));
         while (1) {
@@ -172,6 +220,7 @@ int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
                 if (st == 1) {
                     json_decref(state);
                     free(stack);
+                    free(order);
                     return ac_task_err(err, "TASK_DEPENDENCY_CYCLE",
                                        "dependency cycle includes task %s", d);
                 }
@@ -191,6 +240,7 @@ int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err)
     }
     json_decref(state);
     free(stack);
+    free(order);
     return 0;
 }
 
@@ -219,16 +269,14 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
     b->ch = ch;
     b->channel = ch->name;
     b->lenient = (mode & AC_BOARD_LENIENT) != 0;
-    mode &= ~AC_BOARD_LENIENT;
     b->chfd = ac_chan_dirfd(ch);
     if (b->chfd == -1)
         return ac_task_err(err, "TASK_STORAGE_INVALID", "this store has no task board");
-    if (mode == AC_BOARD_WRITE && !ac_safe_name(ch->name))
-        return ac_task_err(err, "TASK_INVALID_CHANNEL", "channel is not a safe channel name");
-    /* A reader creates the lock file only once it succeeded (ac_board_keep):
-     * a failing read leaves the folder as it was. */
-    rc = mode == AC_BOARD_WRITE ? ac_mutex_acquire(b->chfd, AC_TASKS_LOCK, &b->mutex)
-                                : ac_mutex_acquire_reader(b->chfd, AC_TASKS_LOCK, &b->mutex);
+    /* A reader (AC_BOARD_DEFER is for writers) creates the lock file only
+     * once it succeeded (ac_board_keep): a failing read leaves the folder
+     * as it was. */
+    rc = (mode & AC_BOARD_DEFER) ? ac_mutex_acquire(b->chfd, AC_TASKS_LOCK, &b->mutex)
+                                 : ac_mutex_acquire_reader(b->chfd, AC_TASKS_LOCK, &b->mutex);
     if (rc == AC_MUTEX_TIMEOUT)
         return ac_task_err(err, "TASK_LOCK_TIMEOUT", "could not acquire task mutation lock");
     if (rc == -1) {
@@ -236,7 +284,7 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
             return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
         return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open %s", AC_TASKS_LOCK);
     }
-    if (load(b, err) == -1) {
+    if (!(mode & AC_BOARD_DEFER) && ac_board_load(b, 1, err) == -1) {
         ac_board_close(b);
         return -1;
     }
@@ -245,10 +293,7 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
 
 int ac_board_reload(struct ac_board *b, struct ac_err *err)
 {
-    json_decref(b->tasks);
-    json_decref(b->ids);
-    b->tasks = b->ids = NULL;
-    return load(b, err);
+    return ac_board_load(b, 1, err);
 }
 
 void ac_board_keep(struct ac_board *b)
@@ -266,13 +311,7 @@ void ac_board_close(struct ac_board *b)
 
 json_t *ac_board_get(struct ac_board *b, const char *id, struct ac_err *err)
 {
-    json_t *rec;
-    char shown[300];
-    if (!ac_safe_name(id)) {
-        ac_task_err(err, "TASK_INVALID_ID", "unsafe task id: %s", ac_py_repr(id, shown, sizeof shown));
-        return NULL;
-    }
-    rec = json_object_get(b->tasks, id);
+    json_t *rec = json_object_get(b->tasks, id);
     if (!rec)
         ac_task_err(err, "TASK_NOT_FOUND", "task record does not exist: %s", id);
     return rec;
@@ -380,16 +419,11 @@ static int read_task_bytes(struct ac_board *b, const char *id, char **out, size_
 
 /* Undo the record write of a create (before == NULL: remove the record) or
  * an update (write the previous bytes back) that failed after the record
- * was in place (its directory sync or its audit message), so a failed
- * command leaves the board as it was. The error is TASK_IO_ERROR with the
- * reason in *err, or TASK_AUDIT_ROLLBACK_FAILED when the record could not
- * be restored either. Returns -1. */
-static int undo_write(struct ac_board *b, const char *id, const char *before, size_t before_len,
-                          struct ac_err *err)
+ * was in place. Returns 0, or -1 with errno. */
+static int undo_write(struct ac_board *b, const char *id, const char *before, size_t before_len)
 {
-    char name[300], why[AC_ERR_MSG_MAX];
+    char name[300];
     int tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR), rc = -1, e;
-    snprintf(why, sizeof why, "%s", err && err->msg[0] ? err->msg : "unknown error");
     snprintf(name, sizeof name, "%s.json", id);
     if (tfd != -1 && AC_FAULT("task.rollback") == 0) {
         if (before)
@@ -400,21 +434,18 @@ static int undo_write(struct ac_board *b, const char *id, const char *before, si
     e = errno;
     if (tfd != -1)
         close(tfd);
-    if (rc == -1)
-        return ac_task_err(err, "TASK_AUDIT_ROLLBACK_FAILED",
-                           "%s, and could not roll back task %s: %s", why, id, strerror(e));
-    return ac_task_err(err, "TASK_IO_ERROR", "%s; task %s %s", why, id,
-                       before ? "is unchanged" : "was not created");
+    errno = e;
+    return rc;
 }
 
 int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
                           const char *event, struct ac_err *err)
 {
     const char *id = ac_task_str(rec, "id");
-    char *before = NULL;
+    char *before = NULL, why[AC_ERR_MSG_MAX];
     size_t before_len = 0;
     json_t *body;
-    int published, rc;
+    int published, rc, audit_failed = 0;
 
     if (cur && read_task_bytes(b, id, &before, &before_len) == -1)
         return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not read task record %s.json", id);
@@ -424,17 +455,22 @@ int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const ch
         rc = body ? ac_audit_post(b->ch, actor, event, id, body, NULL, err)
                   : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the audit message");
         json_decref(body);
-        if (rc == -1) {
-            static const char prefix[] = "could not post the audit message: ";
-            char why[AC_ERR_MSG_MAX];
-            snprintf(why, sizeof why, "%s%.*s", prefix, (int)(sizeof why - sizeof prefix),
-                     err ? err->msg : "");
-            if (err)
-                memcpy(err->msg, why, sizeof why);
-        }
+        audit_failed = rc == -1;
     }
-    if (rc == -1 && published)
-        rc = undo_write(b, id, before, before_len, err);
+    if (rc == -1 && published) {
+        /* The Python tool's create/update: the record is changed back, and
+         * the audit failure is reported as TASK_AUDIT_FAILED. */
+        snprintf(why, sizeof why, "%s", err && err->msg[0] ? err->msg : "unknown error");
+        if (undo_write(b, id, before, before_len) == -1)
+            ac_task_err(err, "TASK_AUDIT_ROLLBACK_FAILED", "could not roll back task %s: [Errno %d] %s",
+                        cur ? "update" : "create", errno, strerror(errno));
+        else if (audit_failed)
+            ac_task_err(err, "TASK_AUDIT_FAILED",
+                        "task record changed but audit event could not be written: %s", why);
+        else
+            ac_task_err(err, "TASK_IO_ERROR", "%s; task %s %s", why, id,
+                        cur ? "is unchanged" : "was not created");
+    }
     if (rc == 0)
         json_object_set(b->tasks, id, rec);
     free(before);
@@ -462,44 +498,41 @@ json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t 
     return body;
 }
 
-/* Validate a candidate record and the graph with it in place. */
-static int check_candidate(struct ac_board *b, json_t *rec, struct ac_err *err)
+/* The graph with `rec` in place of the record of its id, or added last
+ * (Python: records + [candidate]); the board's records must be loaded. */
+static int graph_with(struct ac_board *b, json_t *rec, struct ac_err *err)
 {
-    char filename[300];
     const char *id = ac_task_str(rec, "id");
-    json_t *tasks, *ids;
+    json_t *tasks = json_copy(b->tasks), *ids = json_copy(b->ids);
     int rc;
-    size_t i;
-    json_t *v;
-
-    snprintf(filename, sizeof filename, "%s.json", id);
-    if (ac_task_validate(rec, filename, b->channel, b->chfd, err) == -1)
-        return -1;
-    tasks = json_copy(b->tasks);
-    ids = json_array();
     if (!tasks || !ids) {
         json_decref(tasks);
         json_decref(ids);
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not check the task graph");
     }
+    if (!json_object_get(tasks, id))
+        json_array_append_new(ids, json_string(id));
     json_object_set(tasks, id, rec);
-    /* ids: the board's, plus a new one, kept sorted */
-    {
-        int added = json_object_get(b->tasks, id) != NULL;
-        json_array_foreach(b->ids, i, v) {
-            if (!added && strcmp(json_string_value(v), id) > 0) {
-                json_array_append_new(ids, json_string(id));
-                added = 1;
-            }
-            json_array_append(ids, v);
-        }
-        if (!added)
-            json_array_append_new(ids, json_string(id));
-    }
     rc = ac_board_graph_check(tasks, ids, err);
     json_decref(tasks);
     json_decref(ids);
     return rc;
+}
+
+int ac_board_candidate(struct ac_board *b, const json_t *cur, json_t *rec, int load,
+                       struct ac_err *err)
+{
+    const char *from = ac_task_str(cur, "status"), *to;
+    if (ac_task_validate(rec, NULL, b->channel, b->chfd, err) == -1)
+        return -1;
+    to = ac_task_str(rec, "status");
+    if (!ac_task_transition_ok(from, to))
+        return ac_task_transition_error(from, to, err);
+    if ((load && ac_board_load(b, 0, err) == -1) || graph_with(b, rec, err) == -1)
+        return -1;
+    if (!strcmp(to, "in_progress") || !strcmp(to, "done"))
+        return ac_board_deps_ready(b, rec, err);
+    return 0;
 }
 
 /* ---- create ---- */
@@ -513,15 +546,9 @@ int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t 
                     struct ac_err *err)
 {
     json_t *rec;
-    char now[48];
+    char now[48], name[300];
+    int tfd, exists;
 
-    if (!ac_safe_name(spec->id))
-        return ac_task_err(err, "TASK_INVALID_ID",
-                           "id must contain only letters, digits, '.', '_' or '-'");
-    if (strlen(spec->id) > AC_TASK_ID_MAX)
-        return ac_task_err(err, "TASK_INVALID_ID", "id must be at most %d characters", AC_TASK_ID_MAX);
-    if (json_object_get(b->tasks, spec->id))
-        return ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", spec->id);
     ac_board_now(now, 0);
     rec = json_object();
     json_object_set_new(rec, "id", json_string(spec->id));
@@ -541,13 +568,31 @@ int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t 
         json_decref(rec);
         return ac_task_err(err, "TASK_INVALID_RECORD", "task fields must be valid UTF-8 text");
     }
-    if (check_candidate(b, rec, err) == -1 ||
-        ac_board_commit_plain(b, NULL, rec, spec->created_by, "task.created", err) == -1) {
-        json_decref(rec);
-        return -1;
+    /* The Python tool's order: the new record, then whether one exists,
+     * then every record and the graph with the new one added. */
+    if (ac_task_validate(rec, NULL, b->channel, b->chfd, err) == -1)
+        goto fail;
+    if (strlen(spec->id) > AC_TASK_ID_MAX) {
+        ac_task_err(err, "TASK_INVALID_ID", "id must be at most %d characters", AC_TASK_ID_MAX);
+        goto fail;
     }
+    snprintf(name, sizeof name, "%s.json", spec->id);
+    tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR);
+    exists = tfd != -1 && faccessat(tfd, name, F_OK, 0) == 0;
+    if (tfd != -1)
+        close(tfd);
+    if (exists) {
+        ac_task_err(err, "TASK_ALREADY_EXISTS", "task record already exists: %s", spec->id);
+        goto fail;
+    }
+    if (ac_board_load(b, 0, err) == -1 || graph_with(b, rec, err) == -1 ||
+        ac_board_commit_plain(b, NULL, rec, spec->created_by, "task.created", err) == -1)
+        goto fail;
     *out = rec;
     return 0;
+fail:
+    json_decref(rec);
+    return -1;
 }
 
 /* ---- update ---- */
@@ -555,84 +600,48 @@ int ac_board_create(struct ac_board *b, const struct ac_task_spec *spec, json_t 
 int ac_board_update(struct ac_board *b, const char *id, const char *actor,
                     const struct ac_task_change *chg, json_t **out, struct ac_err *err)
 {
-    json_t *cur, *rec, *claim = NULL;
-    char *claim_file = NULL, now[48];
-    const char *status;
-    int expired = 0, rc;
+    json_t *cur = NULL, *rec = NULL;
+    char now[48];
+    int owner_given, rc = -1;
 
     if (!chg->title && !chg->owner && !chg->clear_owner && !chg->depends_on && !chg->files_hint &&
         !chg->acceptance && !chg->branch && !chg->clear_branch && !chg->status)
         return ac_task_err(err, "TASK_INVALID_UPDATE", "task update requires at least one field");
-    if (ac_lease_journal_guard(b, err) == -1)
+    /* The Python tool's TaskStore.update(): this record alone, the lease
+     * rules, the changed record, then every record and the graph. */
+    if (!ac_task_id_findable(id))
+        return ac_task_unsafe_id(id, err);
+    if (ac_board_read_one(b, id, &cur, err) == -1)
         return -1;
-    cur = ac_board_get(b, id, err);
-    if (!cur)
-        return -1;
-    if (chg->status && !ac_task_status_valid(chg->status)) {
-        char shown[300];
-        return ac_task_err(err, "TASK_INVALID_STATUS", "unknown task status: %s",
-                           ac_py_repr(chg->status, shown, sizeof shown));
-    }
-    if (ac_lease_state(b, id, &claim, &claim_file, &expired, err) == -1)
-        return -1;
-    if (claim) {
-        const char *holder = ac_task_str(claim, "owner");
-        int owner_change = chg->clear_owner ||
-                           (chg->owner && strcmp(chg->owner[0] ? chg->owner : "", holder) != 0);
-        rc = 0;
-        if (expired)
-            rc = ac_task_err(err, "LEASE_RECOVERY_REQUIRED",
-                             "expired lease for task %s requires explicit recovery", id);
-        else if (strcmp(actor, holder) != 0)
-            rc = ac_task_err(err, "LEASE_OWNER_MISMATCH", "lease for task %s belongs to %s", id, holder);
-        else if ((chg->status && strcmp(chg->status, ac_task_str(cur, "status")) != 0) || owner_change)
-            rc = ac_task_err(err, "LEASE_MUTATION_REQUIRED",
-                             "task %s must be changed through its lease operation", id);
-        json_decref(claim);
-        free(claim_file);
-        if (rc == -1)
-            return -1;
-    }
-    rec = json_deep_copy(cur);
-    if (!rec)
-        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not update the task");
-    if (chg->title)
-        json_object_set_new(rec, "title", json_string(chg->title));
-    if (chg->clear_owner)
-        json_object_set_new(rec, "owner", json_null());
-    else if (chg->owner)
-        json_object_set_new(rec, "owner", string_or_null(chg->owner));
-    if (chg->depends_on)
-        json_object_set(rec, "depends_on", chg->depends_on);
-    if (chg->files_hint)
-        json_object_set(rec, "files_hint", chg->files_hint);
-    if (chg->acceptance)
-        json_object_set(rec, "acceptance", chg->acceptance);
-    if (chg->clear_branch)
-        json_object_set_new(rec, "branch", json_null());
-    else if (chg->branch)
-        json_object_set_new(rec, "branch", json_string(chg->branch));
-    status = ac_task_str(cur, "status");
-    if (chg->status) {
-        if (!ac_task_transition_ok(status, chg->status)) {
-            json_decref(rec);
-            return ac_task_transition_error(status, chg->status, err);
-        }
-        json_object_set_new(rec, "status", json_string(chg->status));
-        if (strcmp(status, chg->status) != 0 &&
-            (!strcmp(chg->status, "in_progress") || !strcmp(chg->status, "done")) &&
-            ac_board_deps_ready(b, rec, err) == -1) {
-            json_decref(rec);
-            return -1;
-        }
+    owner_given = chg->owner || chg->clear_owner;
+    if (ac_lease_update_gate(b, cur, actor, owner_given, chg->status, err) == -1)
+        goto out;
+    if (!(rec = json_deep_copy(cur))) {
+        ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not update the task");
+        goto out;
     }
     ac_board_now(now, 0);
-    json_object_set_new(rec, "updated_at", json_string(now));
-    if (check_candidate(b, rec, err) == -1 ||
-        ac_board_commit_plain(b, cur, rec, actor, "task.updated", err) == -1) {
-        json_decref(rec);
-        return -1;
+    if ((chg->title && json_object_set_new(rec, "title", json_string(chg->title)) == -1) ||
+        (chg->clear_owner ? json_object_set_new(rec, "owner", json_null())
+                          : chg->owner && json_object_set_new(rec, "owner", json_string(chg->owner))) ||
+        (chg->depends_on && json_object_set(rec, "depends_on", chg->depends_on) == -1) ||
+        (chg->files_hint && json_object_set(rec, "files_hint", chg->files_hint) == -1) ||
+        (chg->acceptance && json_object_set(rec, "acceptance", chg->acceptance) == -1) ||
+        (chg->clear_branch ? json_object_set_new(rec, "branch", json_null())
+                           : chg->branch && json_object_set_new(rec, "branch", json_string(chg->branch))) ||
+        (chg->status && json_object_set_new(rec, "status", json_string(chg->status)) == -1) ||
+        json_object_set_new(rec, "updated_at", json_string(now)) == -1) {
+        ac_task_err(err, "TASK_INVALID_RECORD", "task fields must be valid UTF-8 text");
+        goto out;
     }
+    if (ac_board_candidate(b, cur, rec, 1, err) == -1 ||
+        ac_board_commit_plain(b, cur, rec, actor, "task.updated", err) == -1)
+        goto out;
     *out = rec;
-    return 0;
+    rec = NULL;
+    rc = 0;
+out:
+    json_decref(cur);
+    json_decref(rec);
+    return rc;
 }

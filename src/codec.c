@@ -46,6 +46,13 @@ char *ac_b64_decode(const char *text, size_t len, size_t *outlen)
 {
     size_t i, o = 0, pad = 0;
     char *out;
+    /* Python's b64decode(validate=True) also takes one or two '=' after a
+     * complete last group ("QUJD=" is b"ABC"): decode without them. */
+    while (pad < 2 && len > pad && text[len - 1 - pad] == '=')
+        pad++;
+    if (pad && len > pad && (len - pad) % 4 == 0)
+        len -= pad;
+    pad = 0;
     if (len % 4 != 0) {
         errno = EINVAL;
         return NULL;

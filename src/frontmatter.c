@@ -98,13 +98,15 @@ int ac_fm_is_relevant(const struct ac_fm *fm, const char *agent, size_t agent_le
 {
     const char *v, *p, *end;
     size_t vlen;
+    int listed = 0;
 
     if (ac_fm_get(fm, "from", &v, &vlen) && vlen == agent_len &&
         memcmp(v, agent, agent_len) == 0)
         return 0;
     if (!ac_fm_get(fm, "to", &v, &vlen) || ac_fm_to_is_broadcast(v, vlen))
         return 1;
-    /* Python: to.strip("[]").split(","), each entry stripped, blanks dropped. */
+    /* Python: to.strip("[]").split(","), each entry stripped, blanks
+     * dropped; a list that comes out empty (",", "[ , ]") is a broadcast. */
     p = v;
     end = v + vlen;
     while (p < end && (*p == '[' || *p == ']'))
@@ -117,11 +119,14 @@ int ac_fm_is_relevant(const struct ac_fm *fm, const char *agent, size_t agent_le
         if (!comma)
             comma = end;
         ac_py_strip(p, (size_t)(comma - p), &a, &b);
-        if (b > a && b - a == agent_len && memcmp(p + a, agent, agent_len) == 0)
-            return 1;
+        if (b > a) {
+            if (b - a == agent_len && memcmp(p + a, agent, agent_len) == 0)
+                return 1;
+            listed = 1;
+        }
         p = comma + 1;
     }
-    return 0;
+    return !listed;
 }
 
 /* Append a frontmatter value with every run of CR/LF turned into one space. */

@@ -465,17 +465,20 @@ static void check_message(struct fsck *f, const struct ent *e)
                 read_problem(errno, why, sizeof why));
         return;
     }
-    if (memchr(data, '\0', len))
-        add(f, "FSCK_BAD_MESSAGE", e->name, "contains NUL bytes");
-    else if (!ac_utf8_valid(data, len))
-        add(f, "FSCK_BAD_MESSAGE", e->name, "is not valid UTF-8");
     text = ac_text_from_file(data, len, &tlen);
-    free(data);
     if (!text || ac_fm_parse(text, tlen, &fm) == -1) {
+        free(data);
         free(text);
         f->oom = 1;
         return;
     }
+    /* A body may hold NUL bytes (the Python tool writes them as given);
+     * frontmatter lines may not. */
+    if (memchr(text, '\0', fm.present ? fm.body_off : tlen))
+        add(f, "FSCK_BAD_MESSAGE", e->name, "contains NUL bytes in its frontmatter");
+    else if (!ac_utf8_valid(data, len))
+        add(f, "FSCK_BAD_MESSAGE", e->name, "is not valid UTF-8");
+    free(data);
     if (!fm.present) {
         add(f, "FSCK_BAD_MESSAGE", e->name, "has no closed frontmatter (a '---' block first)");
     } else if (!ac_fm_get(&fm, "seq", &v, &vlen)) {

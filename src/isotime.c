@@ -1,6 +1,7 @@
 /* isotime.c - Python-compatible ISO-8601 parsing; see include/agentchat/isotime.h. */
 #include "agentchat/isotime.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -216,4 +217,20 @@ void ac_isotime_format(int64_t epoch_us, int digits, char out[48])
     n += (size_t)snprintf(out + n, 48 - n, "%c%02ld:%02ld", sign, off / 3600, (off / 60) % 60);
     if (off % 60)
         snprintf(out + n, 48 - n, ":%02ld", off % 60);
+}
+
+/* The last instant whose local isoformat() still has a 4-digit year (a
+ * day of margin for any UTC offset): Python's datetime stops at 9999. */
+#define MAX_EXPIRY_US INT64_C(253402214400000000)
+
+int ac_isotime_expiry(int64_t now_us, double seconds, int64_t *out)
+{
+    double d;
+    if (!(seconds > 0) || isinf(seconds))   /* 0, negative, nan, inf */
+        return -1;
+    d = nearbyint(seconds * 1e6);           /* timedelta rounds half to even */
+    if (d > (double)(MAX_EXPIRY_US - now_us))
+        return -2;
+    *out = now_us + (int64_t)d;
+    return 0;
 }

@@ -541,7 +541,8 @@ static void set_str(lua_State *L, const char *key, const char *s, size_t len)
 
 /* Push the inbox as
  *   { max_seq=, count=, messages = { {seq=, name=, text=, body=, mtime=,
- *     incomplete=, has_frontmatter=, fields = {key=value...}}, ... },
+ *     incomplete=, has_frontmatter=, truncated=, decode_error=,
+ *     fields = {key=value...}}, ... },
  *     skipped = { {name=, errno=, reason=}, ... } } */
 static void push_inbox(lua_State *L, const struct ac_inbox *in)
 {
@@ -570,6 +571,10 @@ static void push_inbox(lua_State *L, const struct ac_inbox *in)
         if (m->truncated) {
             lua_pushinteger(L, (lua_Integer)m->truncated);
             lua_setfield(L, -2, "truncated");
+        }
+        if (m->decode_error) {
+            lua_pushstring(L, m->decode_error);
+            lua_setfield(L, -2, "decode_error");
         }
         lua_createtable(L, 0, (int)m->fm.npairs);
         for (j = 0; j < m->fm.npairs; j++) {

@@ -12,6 +12,8 @@
  *   sys.monotonic()                 -- seconds (float), CLOCK_MONOTONIC
  *   sys.sleep(seconds)              -- true | nil, "interrupted", "INTERRUPTED"
  *   sys.utf8_valid(s)               -- strict UTF-8 check (Python's codec)
+ *   sys.utf8_error(s [, how])       -- nil | Python's decode (how "strict") or
+ *                                      surrogateescape re-encode error text
  *   sys.slugify(s)                  -- SPEC.md 3.3 slug
  *   sys.rstrip(s), sys.strip(s)     -- Python str.rstrip()/strip() (Unicode)
  *   sys.float_repr(x)               -- Python repr(float)
@@ -155,6 +157,25 @@ static int l_utf8_valid(lua_State *L)
     return 1;
 }
 
+/* sys.utf8_error(s [, how]): nil when s is strict UTF-8, else the text of
+ * the error Python gives for it: how "strict" (default) is decoding the
+ * bytes (a file read as UTF-8 text), "surrogateescape" is encoding what
+ * Python read from stdin or argv (see utf8.h). */
+static int l_utf8_error(lua_State *L)
+{
+    static const char *const hows[] = { "strict", "surrogateescape", NULL };
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    int how = luaL_checkoption(L, 2, "strict", hows);
+    char buf[200];
+    int bad = how == 0 ? ac_utf8_py_error(s, len, 0, NULL, buf, sizeof buf)
+                       : ac_utf8_py_escape_error(s, len, buf, sizeof buf);
+    if (!bad)
+        return 0;
+    lua_pushstring(L, buf);
+    return 1;
+}
+
 /* Python str.rstrip()/str.strip() with Unicode whitespace, in C because
  * read prints every message through it. */
 static int l_rstrip(lua_State *L)
@@ -293,6 +314,7 @@ static const luaL_Reg funcs[] = {
     { "monotonic", l_monotonic },
     { "sleep", l_sleep },
     { "utf8_valid", l_utf8_valid },
+    { "utf8_error", l_utf8_error },
     { "slugify", l_slugify },
     { "rstrip", l_rstrip },
     { "strip", l_strip },

@@ -168,7 +168,12 @@ static int l_show(lua_State *L)
     const char *id = ac_lua_checkcstring(L, 2);
     json_t *rec;
     char *blocking;
-    int n = open_board(L, AC_BOARD_READ, &b);
+    int n;
+    if (!ac_task_id_findable(id)) {
+        ac_task_unsafe_id(id, &err);
+        return fail(L, &err);
+    }
+    n = open_board(L, AC_BOARD_READ, &b);
     if (n)
         return n;
     rec = ac_board_get(&b, id, &err);
@@ -212,7 +217,7 @@ static int l_create(lua_State *L)
         spec.files_hint = json_array();
     if (!spec.acceptance)
         spec.acceptance = json_array();
-    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
+    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_DEFER, &b);
     if (n == 0) {
         rc = ac_board_create(&b, &spec, &out, &err);
         if (rc == 0)
@@ -256,7 +261,7 @@ static int l_update(lua_State *L)
     chg.depends_on = opt_list(L, 4, "depends_on", &bad);
     chg.files_hint = opt_list(L, 4, "files_hint", &bad);
     chg.acceptance = opt_list(L, 4, "acceptance", &bad);
-    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_WRITE, &b);
+    n = bad ? bad_utf8(L) : open_board(L, AC_BOARD_DEFER, &b);
     if (n == 0) {
         rc = ac_board_update(&b, id, actor, &chg, &out, &err);
         if (rc == 0)
@@ -288,7 +293,7 @@ static int l_lease(lua_State *L)
     struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
     json_t *out = NULL;
-    int n = open_board(L, AC_BOARD_WRITE, &b), rc;
+    int n = open_board(L, AC_BOARD_DEFER, &b), rc;
     if (n)
         return n;
     rc = ac_lease_apply(&b, codes[op], id, actor, seconds, reason, &out, &err);
@@ -307,7 +312,7 @@ static int l_recover_pending(lua_State *L)
     const char *actor = ac_lua_checkcstring(L, 2), *resolve = ac_lua_optcstring(L, 3, NULL);
     struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
-    int n = open_board(L, AC_BOARD_WRITE, &b), rc;
+    int n = open_board(L, AC_BOARD_DEFER, &b), rc;
     if (n)
         return n;
     rc = ac_lease_recover_pending(&b, actor, resolve, &err);

@@ -1,4 +1,10 @@
-/* lease.c - task leases and the lease journal; see include/agentchat/lease.h. */
+/* lease.c - task leases and the lease journal; see include/agentchat/lease.h.
+ *
+ * The order of the checks and their messages are the Python tool's
+ * (lease_store.py of agent-chat-plugin 0.7): a command meets the errors of
+ * its input first, then those of the board, the journal and the claim
+ * records in the order that tool reads them, so that the same broken
+ * channel gives the same first error with either tool. */
 #include "agentchat/lease.h"
 
 #include <errno.h>
@@ -17,6 +23,7 @@
 #include "agentchat/isotime.h"
 #include "agentchat/json.h"
 #include "agentchat/pyjson.h"
+#include "agentchat/pystr.h"
 #include "agentchat/seq.h"
 #include "agentchat/taskrec.h"
 
@@ -28,6 +35,9 @@ static const char *const claim_fields[] = {
     "previous_owner", "previous_lease_expires_at", "recovery_reason",
 };
 #define NCLAIM (sizeof claim_fields / sizeof claim_fields[0])
+#define NCLAIM_REQUIRED 6       /* the first six must be present */
+
+static const char *const phases[] = { "prepared", "applied", "published" };
 
 /* ---- small helpers ---- */
 
@@ -38,9 +48,84 @@ static int open_claims(struct ac_board *b, int create)
     return ac_open_dir_at(b->chfd, AC_CLAIMS_DIR);
 }
 
-static json_t *nullable(const char *s)
+/* str(OSError) as Python prints it for a file of the channel:
+ * "[Errno 21] Is a directory: '<root>/<channel>/claims/x.json'". */
+static const char *os_error(struct ac_board *b, const char *dir, const char *name, int e,
+                            char *out, size_t outsz)
 {
-    return s ? json_string(s) : json_null();
+    char path[1024], shown[1200];
+    if (!b->ch) {               /* fsck's board: no root to name */
+        snprintf(out, outsz, "[Errno %d] %s", e, strerror(e));
+        return out;
+    }
+    snprintf(path, sizeof path, "%s/%s/%s/%s", b->ch->store->root, b->channel, dir, name);
+    snprintf(out, outsz, "[Errno %d] %s: %s", e, strerror(e), ac_py_repr(path, shown, sizeof shown));
+    return out;
+}
+
+/* Python's `value in {"prepared", "applied", "published"}`. */
+static int is_phase(const json_t *v)
+{
+    size_t i;
+    for (i = 0; v && json_is_string(v) && i < 3; i++)
+        if (strcmp(json_string_value(v), phases[i]) == 0 &&
+            strlen(phases[i]) == json_string_length(v))
+            return 1;
+    return 0;
+}
+
+/* A JSON value that Python compares equal to the int n (1, 1.0, and True
+ * for 1): the journal's `version == 1` test. */
+static int py_equals_int(const json_t *v, int n)
+{
+    if (json_is_integer(v))
+        return json_integer_value(v) == n;
+    if (json_is_real(v))
+        return json_real_value(v) == (double)n;
+    if (json_is_boolean(v))
+        return (json_is_true(v) ? 1 : 0) == n;
+    return 0;
+}
+
+/* Python's truth value of a JSON value (a missing key is None). */
+static int py_truthy(const json_t *v)
+{
+    if (!v || json_is_null(v) || json_is_false(v))
+        return 0;
+    if (json_is_string(v))
+        return json_string_length(v) > 0;
+    if (json_is_integer(v))
+        return json_integer_value(v) != 0;
+    if (json_is_real(v))
+        return json_real_value(v) != 0.0;
+    if (json_is_array(v))
+        return json_array_size(v) > 0;
+    if (json_is_object(v))
+        return ac_pyjson_is_nonfinite(v) || json_object_size(v) > 0;
+    return 1;
+}
+
+/* The lease store's _validate_identity: a string matching
+ * [A-Za-z0-9][A-Za-z0-9._-]*, else "<field> must be a safe identity". */
+static int identity(const json_t *v, const char *field, const char *code, struct ac_err *err)
+{
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) != json_string_length(v) || !ac_safe_name(s))
+        return ac_task_err(err, code, "%s must be a safe identity", field);
+    return 0;
+}
+
+int ac_lease_reason_check(const char *reason, struct ac_err *err)
+{
+    size_t start = 0, end = 0;
+    if (reason)
+        ac_py_strip(reason, strlen(reason), &start, &end);
+    if (start >= end)
+        return ac_task_err(err, "LEASE_INVALID_REASON", "recovery reason must not be empty");
+    if (strpbrk(reason, "\r\n"))
+        return ac_task_err(err, "LEASE_INVALID_REASON",
+                           "recovery reason contains a forbidden control character");
+    return 0;
 }
 
 /* Bytes of a claim record: fields in order, indent 2, UTF-8, newline. */
@@ -84,61 +169,133 @@ static char *journal_encode(const json_t *j, size_t *len)
     return out;
 }
 
-/* ---- claims ---- */
+/* ---- claim records ---- */
 
-static int check_claim(const json_t *c, const char *file, const char *id, const char *channel,
-                       struct ac_err *err)
+/* LeaseRecord.from_dict(): the record's own checks, in the Python order. */
+static int claim_check(const json_t *c, struct ac_err *err)
 {
+    static const char *const times[] = { "lease_expires_at", "claimed_at", "updated_at" };
     const char *key;
     json_t *v;
     size_t i;
-    int64_t us;
-    int flags;
-    static const char *const times[] = { "lease_expires_at", "claimed_at", "updated_at" };
 
-    if (!json_is_object(c))
-        return ac_task_err(err, "LEASE_INVALID_RECORD", "lease record %s must be a JSON object", file);
+    if (!json_is_object(c) || ac_pyjson_is_nonfinite(c))
+        return ac_task_err(err, "LEASE_INVALID_RECORD", "lease record must be a JSON object");
+    for (i = 0; i < NCLAIM_REQUIRED; i++)
+        if (!json_object_get(c, claim_fields[i]))
+            return ac_task_err(err, "LEASE_REQUIRED_FIELD_MISSING", "required lease field is missing");
     json_object_foreach((json_t *)c, key, v) {
         for (i = 0; i < NCLAIM; i++)
             if (strcmp(key, claim_fields[i]) == 0)
                 break;
         if (i == NCLAIM)
-            return ac_task_err(err, "LEASE_INVALID_RECORD", "lease record %s contains unknown fields", file);
+            return ac_task_err(err, "LEASE_UNKNOWN_FIELD", "lease record contains unknown fields");
     }
-    for (i = 0; i < NCLAIM; i++)
-        if (!json_object_get(c, claim_fields[i]))
-            return ac_task_err(err, "LEASE_INVALID_RECORD", "lease record %s is missing required fields", file);
-    if (!json_is_string(json_object_get(c, "task_id")) ||
-        strcmp(ac_task_str(c, "task_id"), id) != 0 ||
-        !json_is_string(json_object_get(c, "channel")) ||
-        strcmp(ac_task_str(c, "channel"), channel) != 0 ||
-        !ac_safe_name(ac_task_str(c, "owner")))
-        return ac_task_err(err, "LEASE_INVALID_RECORD", "lease record %s does not describe task %s", file, id);
-    for (i = 0; i < 3; i++) {
-        const char *s = ac_task_str(c, times[i]);
-        if (!s || ac_isotime_parse(s, strlen(s), &us, &flags) == -1 ||
-            !(flags & AC_ISOTIME_HAS_OFFSET))
-            return ac_task_err(err, "LEASE_INVALID_RECORD", "lease record %s has an invalid %s", file, times[i]);
+    if (identity(json_object_get(c, "task_id"), "task_id", "LEASE_INVALID_TASK_ID", err) == -1 ||
+        identity(json_object_get(c, "channel"), "channel", "LEASE_INVALID_CHANNEL", err) == -1 ||
+        identity(json_object_get(c, "owner"), "owner", "LEASE_INVALID_OWNER", err) == -1)
+        return -1;
+    for (i = 0; i < 3; i++)
+        if (ac_task_time_check(json_object_get(c, times[i]), times[i], "LEASE_INVALID_TIMESTAMP",
+                               err) == -1)
+            return -1;
+    v = json_object_get(c, "previous_owner");
+    if (v && !json_is_null(v) &&
+        identity(v, "previous_owner", "LEASE_INVALID_OWNER", err) == -1)
+        return -1;
+    v = json_object_get(c, "previous_lease_expires_at");
+    if (v && !json_is_null(v) &&
+        ac_task_time_check(v, "previous_lease_expires_at", "LEASE_INVALID_TIMESTAMP", err) == -1)
+        return -1;
+    v = json_object_get(c, "recovery_reason");
+    if (v && !json_is_null(v)) {
+        const char *s = json_string_value(v);
+        if (!s)
+            return ac_task_err(err, "LEASE_INVALID_REASON", "recovery reason must not be empty");
+        if (strlen(s) != json_string_length(v))     /* a NUL */
+            return ac_task_err(err, "LEASE_INVALID_REASON",
+                               "recovery reason contains a forbidden control character");
+        if (ac_lease_reason_check(s, err) == -1)
+            return -1;
     }
     return 0;
 }
 
+/* LeaseRecord.to_dict() equality: the nine fields, absent ones as null. */
+static int claims_equal(const json_t *a, const json_t *b)
+{
+    size_t i;
+    for (i = 0; i < NCLAIM; i++) {
+        json_t *x = json_object_get(a, claim_fields[i]), *y = json_object_get(b, claim_fields[i]);
+        if (!json_equal(x ? x : json_null(), y ? y : json_null()))
+            return 0;
+    }
+    return 1;
+}
+
+/* _read_claim(): claims/<name> read and checked, then its channel and its
+ * file name. *out is a new reference. */
+static int read_claim(struct ac_board *b, int cfd, const char *name, json_t **out,
+                      struct ac_err *err)
+{
+    char *data, msg[AC_PYJSON_MSG_MAX], a[300], c[300];
+    size_t len;
+    json_t *v;
+    const char *task, *owner;
+
+    *out = NULL;
+    if (ac_read_file_at(cfd, name, CLAIM_CAP, &data, &len) == -1) {
+        if (errno == ENOENT)
+            return ac_task_err(err, "LEASE_NOT_FOUND", "lease record does not exist: %s", name);
+        return ac_task_err(err, "LEASE_INVALID_RECORD", "could not read lease record %s: %s", name,
+                           os_error(b, AC_CLAIMS_DIR, name, errno, msg, sizeof msg));
+    }
+    v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
+    free(data);
+    if (!v)
+        return ac_task_err(err, "LEASE_INVALID_RECORD", "could not read lease record %s: %s", name, msg);
+    if (claim_check(v, err) == -1)
+        goto fail;
+    if (strcmp(json_string_value(json_object_get(v, "channel")), b->channel) != 0) {
+        ac_task_err(err, "LEASE_INCONSISTENT", "lease channel %s does not match %s",
+                    ac_py_repr(json_string_value(json_object_get(v, "channel")), a, sizeof a),
+                    ac_py_repr(b->channel, c, sizeof c));
+        goto fail;
+    }
+    task = json_string_value(json_object_get(v, "task_id"));
+    owner = json_string_value(json_object_get(v, "owner"));
+    if (strlen(name) != strlen(task) + 1 + strlen(owner) + 5 ||
+        strncmp(name, task, strlen(task)) != 0 || name[strlen(task)] != '.' ||
+        strncmp(name + strlen(task) + 1, owner, strlen(owner)) != 0 ||
+        strcmp(name + strlen(task) + 1 + strlen(owner), ".json") != 0) {
+        ac_task_err(err, "LEASE_RECORD_ID_MISMATCH", "lease identity does not match filename %s",
+                    ac_py_repr(name, a, sizeof a));
+        goto fail;
+    }
+    *out = v;
+    return 0;
+fail:
+    json_decref(v);
+    return -1;
+}
+
 struct claim_names {
-    const char *id;
-    size_t idlen;
+    const char *id;             /* NULL: every record; else "<id>.*.json" only */
     char **v;
     size_t n;
     int oom;
 };
 
+/* Record names: "*.json" not starting with '.' or '_'. */
 static int claim_name_cb(void *ctx, const char *name, unsigned char type)
 {
     struct claim_names *c = ctx;
-    size_t len = strlen(name);
+    size_t len = strlen(name), idlen = c->id ? strlen(c->id) : 0;
     char **nv;
     (void)type;
-    if (name[0] == '.' || len <= c->idlen + 6 || strncmp(name, c->id, c->idlen) != 0 ||
-        name[c->idlen] != '.' || strcmp(name + len - 5, ".json") != 0)
+    if (name[0] == '.' || name[0] == '_' || len < 5 || strcmp(name + len - 5, ".json") != 0)
+        return 0;
+    if (c->id && (len <= idlen + 6 || strncmp(name, c->id, idlen) != 0 || name[idlen] != '.'))
         return 0;
     nv = realloc(c->v, (c->n + 1) * sizeof *nv);
     if (!nv || !(nv[c->n] = strdup(name))) {
@@ -151,98 +308,107 @@ static int claim_name_cb(void *ctx, const char *name, unsigned char type)
     return 0;
 }
 
-int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_file,
-                   int *expired, struct ac_err *err)
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The claim of task `id` among the claim records: every record when `all`
+ * (the Python tool reads them all, so a broken claim of another task fails
+ * a lease command too), else only the files named after the task. Two or
+ * more claims of the task are LEASE_INCONSISTENT. */
+static int find_claim(struct ac_board *b, const char *id, int all, json_t **claim, char **file,
+                      struct ac_err *err)
 {
     struct claim_names c;
     json_t *found = NULL;
     char *found_name = NULL;
-    const json_t *task = json_object_get(b->tasks, id);
-    size_t i;
+    size_t i, hits = 0;
     int cfd, rc = 0;
 
     *claim = NULL;
-    *claim_file = NULL;
-    *expired = 0;
+    *file = NULL;
     cfd = open_claims(b, 0);
     if (cfd == -1)
         return errno == ENOENT ? 0 : ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open claims/");
     memset(&c, 0, sizeof c);
-    c.id = id;
-    c.idlen = strlen(id);
+    c.id = all ? NULL : id;
     if (ac_dir_walk(cfd, claim_name_cb, &c) == -1 || c.oom) {
         close(cfd);
         ac_names_free(c.v, c.n);
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not list claims/");
     }
+    if (c.n > 1)
+        qsort(c.v, c.n, sizeof *c.v, cmp_name);
     for (i = 0; i < c.n && rc == 0; i++) {
-        char *data, msg[AC_PYJSON_MSG_MAX];
-        size_t len;
         json_t *v;
-        if (ac_read_file_at(cfd, c.v[i], CLAIM_CAP, &data, &len) == -1) {
-            rc = ac_task_err(err, "LEASE_INVALID_RECORD", "could not read lease record %s: [Errno %d] %s",
-                             c.v[i], errno, strerror(errno));
+        rc = read_claim(b, cfd, c.v[i], &v, err);
+        if (rc == -1)
             break;
-        }
-        v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
-        free(data);
-        if (!v) {
-            rc = ac_task_err(err, "LEASE_INVALID_RECORD", "could not read lease record %s: %s",
-                             c.v[i], msg);
-            break;
-        }
-        /* A dotted task id can prefix another task's claim file name
-         * ("a.b.c.json" may be task "a.b" of owner "c"): skip claims of
-         * other tasks. */
-        if (json_is_object(v) && json_is_string(json_object_get(v, "task_id")) &&
-            strcmp(ac_task_str(v, "task_id"), id) != 0) {
+        if (strcmp(json_string_value(json_object_get(v, "task_id")), id) != 0) {
             json_decref(v);
             continue;
         }
-        if (check_claim(v, c.v[i], id, b->channel, err) == -1) {
+        if (hits++ == 0) {
+            found = v;
+            if (!(found_name = strdup(c.v[i])))
+                rc = ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "out of memory");
+        } else {
             json_decref(v);
-            rc = -1;
-            break;
         }
-        {
-            /* the file name must be <task>.<owner>.json */
-            const char *owner = ac_task_str(v, "owner");
-            size_t want = c.idlen + 1 + strlen(owner) + 5;
-            if (strlen(c.v[i]) != want || strncmp(c.v[i] + c.idlen + 1, owner, strlen(owner)) != 0) {
-                json_decref(v);
-                rc = ac_task_err(err, "LEASE_INVALID_RECORD", "lease record %s does not match its owner",
-                                 c.v[i]);
-                break;
-            }
-        }
-        if (found) {
-            json_decref(v);
-            rc = ac_task_err(err, "LEASE_INCONSISTENT", "task %s has more than one lease record", id);
-            break;
-        }
-        found = v;
-        found_name = strdup(c.v[i]);
     }
     close(cfd);
     ac_names_free(c.v, c.n);
-    if (rc == 0 && found && task &&
-        (!json_equal(json_object_get(found, "owner"), json_object_get(task, "owner")) ||
-         !json_equal(json_object_get(found, "lease_expires_at"),
-                     json_object_get(task, "lease_expires_at"))))
-        rc = ac_task_err(err, "LEASE_INCONSISTENT", "lease record %s does not match task %s",
-                         found_name ? found_name : "?", id);
-    if (rc == 0 && !found && task && !json_is_null(json_object_get(task, "lease_expires_at")))
-        rc = ac_task_err(err, "LEASE_INCONSISTENT", "task %s has a lease but no lease record", id);
+    if (rc == 0 && hits > 1)
+        rc = ac_task_err(err, "LEASE_INCONSISTENT", "multiple active leases exist for task %s", id);
     if (rc == -1) {
         json_decref(found);
         free(found_name);
         return -1;
     }
-    if (found) {
-        *claim = found;
-        *claim_file = found_name;
-        *expired = ac_task_time(found, "lease_expires_at") <= ac_isotime_now_us();
+    *claim = found;
+    *file = found_name;
+    return 0;
+}
+
+/* _assert_consistent(): the task and its claim (or its absence) agree. */
+static int consistent(const json_t *task, const json_t *claim, struct ac_err *err)
+{
+    const char *id = ac_task_str(task, "id");
+    if (!claim) {
+        if (!json_is_null(json_object_get(task, "lease_expires_at")))
+            return ac_task_err(err, "LEASE_INCONSISTENT",
+                               "task %s has a lease expiry without an active claim record", id);
+        return 0;
     }
+    if (!json_equal(json_object_get(claim, "owner"), json_object_get(task, "owner")) ||
+        !json_equal(json_object_get(claim, "lease_expires_at"),
+                    json_object_get(task, "lease_expires_at")))
+        return ac_task_err(err, "LEASE_INCONSISTENT", "task %s and claim record disagree", id);
+    return 0;
+}
+
+static int claim_expired(const json_t *claim)
+{
+    return ac_task_time(claim, "lease_expires_at") <= ac_isotime_now_us();
+}
+
+int ac_lease_state(struct ac_board *b, const char *id, json_t **claim, char **claim_file,
+                   int *expired, struct ac_err *err)
+{
+    const json_t *task = json_object_get(b->tasks, id);
+    *expired = 0;
+    if (find_claim(b, id, 0, claim, claim_file, err) == -1)
+        return -1;
+    if (task && consistent(task, *claim, err) == -1) {
+        json_decref(*claim);
+        free(*claim_file);
+        *claim = NULL;
+        *claim_file = NULL;
+        return -1;
+    }
+    if (*claim)
+        *expired = claim_expired(*claim);
     return 0;
 }
 
@@ -252,6 +418,7 @@ struct change {
     char file[300];
     char *prev, *next;          /* file bytes; NULL = absent */
     size_t prev_len, next_len;
+    json_t *prev_rec, *next_rec;  /* the claims, decoded (recovery only) */
 };
 
 static void changes_free(struct change *c, size_t n)
@@ -260,6 +427,8 @@ static void changes_free(struct change *c, size_t n)
     for (i = 0; i < n; i++) {
         free(c[i].prev);
         free(c[i].next);
+        json_decref(c[i].prev_rec);
+        json_decref(c[i].next_rec);
     }
 }
 
@@ -275,26 +444,95 @@ static json_t *b64_value(const char *bytes, size_t len)
     return v;
 }
 
-struct journal {
-    json_t *j;                  /* parsed or built */
-    int version;
-    const char *phase, *txid, *task_id, *task_file, *event;
-    char *before, *after;       /* decoded task bytes (before may be NULL) */
-    size_t before_len, after_len;
-    struct change *changes;
-    size_t nchanges;
-};
-
-static void journal_free(struct journal *jr)
+static int journal_invalid(struct ac_err *err, const char *msg)
 {
-    json_decref(jr->j);
-    free(jr->before);
-    free(jr->after);
-    if (jr->changes) {
-        changes_free(jr->changes, jr->nchanges);
-        free(jr->changes);
+    return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "%s", msg);
+}
+
+/* _read_transaction(): 0 = none, 1 = *out (new reference), -1 = error.
+ * Only what every reader needs is checked here; recover-pending checks
+ * the rest (lease.h). */
+static int read_journal(struct ac_board *b, json_t **out, struct ac_err *err)
+{
+    static const char *const needed[] = { "task_file", "task_before", "claim_changes", "event" };
+    char *data, msg[AC_PYJSON_MSG_MAX];
+    size_t len, i;
+    json_t *v, *version;
+    int cfd = open_claims(b, 0), e;
+
+    *out = NULL;
+    if (cfd == -1)
+        return errno == ENOENT ? 0 : ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open claims/");
+    if (ac_read_file_at(cfd, AC_LEASE_JOURNAL, JOURNAL_CAP, &data, &len) == -1) {
+        e = errno;
+        close(cfd);
+        if (e == ENOENT)
+            return 0;
+        return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "could not read transaction journal: %s",
+                           os_error(b, AC_CLAIMS_DIR, AC_LEASE_JOURNAL, e, msg, sizeof msg));
     }
-    memset(jr, 0, sizeof *jr);
+    close(cfd);
+    v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
+    free(data);
+    if (!v)
+        return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "could not read transaction journal: %s", msg);
+    version = json_object_get(v, "version");
+    if (!json_is_object(v) || ac_pyjson_is_nonfinite(v) ||
+        !(py_equals_int(version, 1) || py_equals_int(version, 2))) {
+        json_decref(v);
+        return journal_invalid(err, "transaction journal has an unsupported shape");
+    }
+    if (py_equals_int(version, 2)) {
+        json_t *txid = json_object_get(v, "transaction_id");
+        if (!json_is_string(txid) || json_string_length(txid) == 0) {
+            json_decref(v);
+            return journal_invalid(err, "transaction journal is missing transaction_id");
+        }
+        if (!is_phase(json_object_get(v, "phase"))) {
+            json_decref(v);
+            return journal_invalid(err, "version 2 transaction journal requires an explicit valid phase");
+        }
+    }
+    for (i = 0; i < 4; i++)
+        if (!json_object_get(v, needed[i])) {
+            json_decref(v);
+            return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "transaction journal is missing %s",
+                               needed[i]);
+        }
+    if (!json_is_array(json_object_get(v, "claim_changes"))) {
+        json_decref(v);
+        return journal_invalid(err, "transaction journal claim_changes must be an array");
+    }
+    *out = v;
+    return 1;
+}
+
+int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err)
+{
+    json_t *j;
+    int rc = read_journal(b, &j, err);
+    if (rc <= 0)
+        return rc;
+    json_decref(j);
+    return ac_task_err(err, "LEASE_TRANSACTION_PENDING",
+                       "a previous lease mutation needs explicit recovery");
+}
+
+int ac_lease_journal_peek(struct ac_board *b, struct ac_lease_pending *out, struct ac_err *err)
+{
+    json_t *j, *phase;
+    int rc = read_journal(b, &j, err);
+    if (rc <= 0)
+        return rc;
+    phase = json_object_get(j, "phase");
+    snprintf(out->phase, sizeof out->phase, "%s",
+             json_is_string(phase) ? json_string_value(phase) : phase ? "?" : "prepared");
+    snprintf(out->task_id, sizeof out->task_id, "%s",
+             json_is_string(json_object_get(j, "task_id")) ? ac_task_str(j, "task_id") : "?");
+    snprintf(out->event, sizeof out->event, "%s",
+             json_is_string(json_object_get(j, "event")) ? ac_task_str(j, "event") : "?");
+    json_decref(j);
+    return 1;
 }
 
 static int write_journal(int cfd, const json_t *j, int tag_phase, struct ac_err *err)
@@ -319,13 +557,26 @@ static int set_phase(int cfd, json_t *j, const char *phase, int tag, struct ac_e
     return write_journal(cfd, j, tag, err);
 }
 
-static int file_matches(int dirfd, const char *name, const char *bytes, size_t len);
+/* Does claims/<name> hold exactly these bytes? */
+static int file_holds(int cfd, const char *name, const char *bytes, size_t len)
+{
+    char *data;
+    size_t n;
+    int same;
+    if (ac_read_file_at(cfd, name, CLAIM_CAP, &data, &n) == -1)
+        return 0;
+    same = n == len && memcmp(data, bytes, n) == 0;
+    free(data);
+    return same;
+}
 
-/* Put the claim files in the state given by `use_next`. */
+/* Put the claim files in the state given by `use_next` (the previous
+ * states are restored in reverse order, as the Python tool does). */
 static int apply_claims(int cfd, const struct change *c, size_t n, int use_next)
 {
-    size_t i;
-    for (i = 0; i < n; i++) {
+    size_t k;
+    for (k = 0; k < n; k++) {
+        size_t i = use_next ? k : n - 1 - k;
         const char *bytes = use_next ? c[i].next : c[i].prev;
         size_t len = use_next ? c[i].next_len : c[i].prev_len;
         const char *other = use_next ? c[i].prev : c[i].next;
@@ -333,8 +584,8 @@ static int apply_claims(int cfd, const struct change *c, size_t n, int use_next)
             if (AC_FAULT("lease.claim.unlink") == -1)
                 return -1;
             /* Undoing a create removes only the record the journal wrote:
-             * a file there with other bytes is someone else's. */
-            if (!use_next && other && !file_matches(cfd, c[i].file, other, c[i].next_len))
+             * a file there with other bytes is another task's (issue 14.4). */
+            if (!use_next && other && !file_holds(cfd, c[i].file, other, c[i].next_len))
                 continue;
             /* ENAMETOOLONG: a name that cannot exist is absent too. */
             if (ac_sys_unlinkat(cfd, c[i].file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG)
@@ -374,7 +625,12 @@ static int rollback(struct ac_board *b, int cfd, const char *id, const char *bef
     return ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 && errno != ENOENT ? -1 : 0;
 }
 
-/* Run the journaled mutation before -> after with claim changes c[0..n). */
+/* _run_transaction(): the journaled mutation before -> after with claim
+ * changes c[0..n). Failures before the audit message is out roll back and
+ * report TASK_AUDIT_FAILED (the audit post), LEASE_AUDIT_FAILED (a file
+ * operation) or LEASE_AUDIT_ROLLBACK_FAILED; after it,
+ * LEASE_TRANSACTION_CLEANUP_FAILED with the journal left for
+ * recover-pending. */
 static int commit(struct ac_board *b, const char *actor, const char *event, json_t *before,
                   json_t *after, struct change *c, size_t n, json_t *details, struct ac_err *err)
 {
@@ -383,7 +639,7 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
     char *before_bytes = NULL, *after_bytes;
     size_t before_len = 0, after_len, i;
     json_t *j, *list, *body;
-    int cfd, tfd, rc;
+    int cfd, tfd, rc, posted = 0;
     struct ac_err aerr = AC_ERR_INIT, perr = AC_ERR_INIT;
 
     if (ac_uuid4_hex(txid) == -1)
@@ -435,40 +691,41 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
     rc = write_journal(cfd, j, 0, err);
     if (rc == 0 && (write_task_bytes(b, id, after_bytes, after_len) == -1 ||
                     apply_claims(cfd, c, n, 1) == -1))
-        rc = ac_err_sys(err, errno, "TASK_IO_ERROR", "could not apply the lease change to %s", id);
-    if (rc == 0)
-        rc = set_phase(cfd, j, "applied", 1, err);
+        rc = ac_err_sys(&aerr, errno, "TASK_IO_ERROR", "could not apply the lease change to %s", id);
+    if (rc == 0 && set_phase(cfd, j, "applied", 1, &aerr) == -1)
+        rc = -1;
     if (rc == 0) {
         body = ac_board_audit_body(b, event, before, after);
         json_object_update(body, details);
         json_object_set_new(body, "transaction_id", json_string(txid));
-        int posted;
         if (AC_FAULT("lease.audit") == -1)
-            posted = ac_err_sys(&aerr, errno, "TASK_IO_ERROR", "could not post the audit message");
+            rc = ac_err_sys(&perr, errno, "TASK_IO_ERROR", "could not post the audit message");
         else
-            posted = ac_audit_post(b->ch, actor, event, id, body, NULL, &aerr);
+            rc = ac_audit_post(b->ch, actor, event, id, body, NULL, &perr);
         json_decref(body);
-        if (posted == -1) {
-            if (rollback(b, cfd, id, before_bytes, before_len, c, n) == -1)
-                rc = ac_task_err(err, "LEASE_AUDIT_ROLLBACK_FAILED",
-                                 "could not post the audit message (%s) nor roll back", aerr.msg);
-            else
-                rc = ac_task_err(err, "LEASE_AUDIT_FAILED", "could not post the audit message: %s",
-                                 aerr.msg);
-        }
+        posted = rc == 0;
+    }
+    if (rc == -1 && !posted && (aerr.code != NULL || perr.code != NULL)) {
+        if (rollback(b, cfd, id, before_bytes, before_len, c, n) == -1)
+            rc = ac_task_err(err, "LEASE_AUDIT_ROLLBACK_FAILED",
+                             "could not roll back lease mutation: [Errno %d] %s", errno, strerror(errno));
+        else if (perr.code != NULL)
+            rc = ac_task_err(err, "TASK_AUDIT_FAILED",
+                             "task record changed but audit event could not be written: %s", perr.msg);
+        else
+            rc = ac_task_err(err, "LEASE_AUDIT_FAILED", "lease mutation audit failed: %s", aerr.msg);
     }
     /* From here on the change is published (its audit message is in the
      * channel): a failure is LEASE_TRANSACTION_CLEANUP_FAILED (SPEC 3.6),
      * and the journal left behind makes recover-pending finish it. */
     if (rc == 0 && set_phase(cfd, j, "published", 2, &perr) == -1)
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",
-                         "the lease change was published but its journal could not be updated: %s",
+                         "lease mutation audit is durable but journal cleanup failed: %s",
                          strerror(perr.sys_errno));
     if (rc == 0 && (AC_FAULT("lease.journal.delete") == -1 ||
                     ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",
-                         "the lease change was published but its journal could not be removed: %s",
-                         strerror(errno));
+                         "lease mutation committed but journal cleanup failed: %s", strerror(errno));
     json_decref(j);
     close(cfd);
     free(before_bytes);
@@ -476,144 +733,22 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
     return rc;
 }
 
-/* Read and check the journal. 0 = none, 1 = read into *jr, -1 = error. */
-static int read_journal(struct ac_board *b, struct journal *jr, struct ac_err *err)
-{
-    char *data, msg[AC_PYJSON_MSG_MAX];
-    size_t len, i;
-    json_t *v, *changes, *item;
-    int cfd = open_claims(b, 0);
-
-    memset(jr, 0, sizeof *jr);
-    if (cfd == -1)
-        return errno == ENOENT ? 0 : ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open claims/");
-    if (ac_read_file_at(cfd, AC_LEASE_JOURNAL, JOURNAL_CAP, &data, &len) == -1) {
-        int e = errno;
-        close(cfd);
-        if (e == ENOENT)
-            return 0;
-        return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "could not read transaction journal: %s",
-                           strerror(e));
-    }
-    close(cfd);
-    v = ac_pyjson_loads(data, len, AC_PYJSON_READ_TEXT, msg, sizeof msg);
-    free(data);
-    if (!v)
-        return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "could not read transaction journal: %s", msg);
-    jr->j = v;
-#define SHAPE() do { journal_free(jr); \
-        return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "transaction journal has an unsupported shape"); \
-    } while (0)
-    if (!json_is_object(v) || !json_is_integer(json_object_get(v, "version")))
-        SHAPE();
-    jr->version = (int)json_integer_value(json_object_get(v, "version"));
-    jr->phase = json_string_value(json_object_get(v, "phase"));
-    if ((jr->version != 1 && jr->version != 2) || !jr->phase ||
-        (strcmp(jr->phase, "prepared") && strcmp(jr->phase, "applied") && strcmp(jr->phase, "published")))
-        SHAPE();
-    jr->txid = json_string_value(json_object_get(v, "transaction_id"));
-    if (jr->version == 2 && !jr->txid) {
-        journal_free(jr);
-        return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "transaction journal is missing transaction_id");
-    }
-    jr->task_id = json_string_value(json_object_get(v, "task_id"));
-    jr->task_file = json_string_value(json_object_get(v, "task_file"));
-    jr->event = json_string_value(json_object_get(v, "event"));
-    changes = json_object_get(v, "claim_changes");
-    if (!jr->task_id || !ac_safe_name(jr->task_id) || !jr->task_file || !jr->event ||
-        !json_is_array(changes))
-        SHAPE();
-    {
-        char want[320];
-        snprintf(want, sizeof want, "%s/%s.json", AC_TASKS_DIR, jr->task_id);
-        if (strcmp(jr->task_file, want) != 0)
-            SHAPE();
-    }
-    {
-        json_t *tb = json_object_get(v, "task_before"), *ta = json_object_get(v, "task_after");
-        if (!json_is_string(ta) || !(json_is_string(tb) || json_is_null(tb)))
-            SHAPE();
-        jr->after = ac_b64_decode(json_string_value(ta), json_string_length(ta), &jr->after_len);
-        if (json_is_string(tb))
-            jr->before = ac_b64_decode(json_string_value(tb), json_string_length(tb), &jr->before_len);
-        if (!jr->after || (json_is_string(tb) && !jr->before))
-            SHAPE();
-    }
-    jr->changes = calloc(json_array_size(changes) + 1, sizeof *jr->changes);
-    if (!jr->changes)
-        SHAPE();
-    json_array_foreach(changes, i, item) {
-        const char *file = json_string_value(json_object_get(item, "file"));
-        json_t *p = json_object_get(item, "previous"), *nx = json_object_get(item, "next");
-        struct change *c = &jr->changes[jr->nchanges];
-        size_t idlen = strlen(jr->task_id), flen = file ? strlen(file) : 0;
-        /* Only this task's lease files: <task_id>.<safe owner>.json */
-        if (!file || flen >= sizeof c->file || flen <= idlen + 6 ||
-            strncmp(file, jr->task_id, idlen) != 0 || file[idlen] != '.' ||
-            strcmp(file + flen - 5, ".json") != 0 ||
-            !(json_is_string(p) || json_is_null(p)) || !(json_is_string(nx) || json_is_null(nx)))
-            SHAPE();
-        {
-            char owner[300];
-            size_t olen = flen - idlen - 6;
-            memcpy(owner, file + idlen + 1, olen);
-            owner[olen] = '\0';
-            if (!ac_safe_name(owner))
-                SHAPE();
-        }
-        strcpy(c->file, file);
-        jr->nchanges++;
-        if (json_is_string(p) &&
-            !(c->prev = ac_b64_decode(json_string_value(p), json_string_length(p), &c->prev_len)))
-            SHAPE();
-        if (json_is_string(nx) &&
-            !(c->next = ac_b64_decode(json_string_value(nx), json_string_length(nx), &c->next_len)))
-            SHAPE();
-    }
-#undef SHAPE
-    return 1;
-}
-
-int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err)
-{
-    struct journal jr;
-    int rc = read_journal(b, &jr, err);
-    if (rc <= 0)
-        return rc;
-    journal_free(&jr);
-    return ac_task_err(err, "LEASE_TRANSACTION_PENDING",
-                       "a previous lease mutation needs explicit recovery");
-}
-
-int ac_lease_journal_peek(struct ac_board *b, struct ac_lease_pending *out, struct ac_err *err)
-{
-    struct journal jr;
-    int rc = read_journal(b, &jr, err);
-    if (rc <= 0)
-        return rc;
-    snprintf(out->phase, sizeof out->phase, "%s", jr.phase);
-    snprintf(out->task_id, sizeof out->task_id, "%s", jr.task_id);
-    snprintf(out->event, sizeof out->event, "%s", jr.event);
-    journal_free(&jr);
-    return 1;
-}
-
 /* ---- operations ---- */
 
 static json_t *new_claim(const char *id, const char *channel, const char *owner,
-                         const char *expires, const char *now, const char *prev_owner,
-                         const char *prev_expires, const char *reason)
+                         const char *expires, const char *claimed, const char *now,
+                         const json_t *prev_owner, const json_t *prev_expires, const json_t *reason)
 {
     json_t *c = json_object();
     json_object_set_new(c, "task_id", json_string(id));
     json_object_set_new(c, "channel", json_string(channel));
     json_object_set_new(c, "owner", json_string(owner));
     json_object_set_new(c, "lease_expires_at", json_string(expires));
-    json_object_set_new(c, "claimed_at", json_string(now));
+    json_object_set_new(c, "claimed_at", json_string(claimed));
     json_object_set_new(c, "updated_at", json_string(now));
-    json_object_set_new(c, "previous_owner", nullable(prev_owner));
-    json_object_set_new(c, "previous_lease_expires_at", nullable(prev_expires));
-    json_object_set_new(c, "recovery_reason", nullable(reason));
+    json_object_set(c, "previous_owner", prev_owner ? (json_t *)prev_owner : json_null());
+    json_object_set(c, "previous_lease_expires_at", prev_expires ? (json_t *)prev_expires : json_null());
+    json_object_set(c, "recovery_reason", reason ? (json_t *)reason : json_null());
     return c;
 }
 
@@ -623,6 +758,7 @@ static int claim_bytes(const json_t *claim, char **out, size_t *len, struct ac_e
     return *out ? 0 : ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode a lease record");
 }
 
+/* The bytes of claims/<file> now (NULL when there is none). */
 static int read_claim_bytes(struct ac_board *b, const char *file, char **out, size_t *len,
                             struct ac_err *err)
 {
@@ -631,6 +767,10 @@ static int read_claim_bytes(struct ac_board *b, const char *file, char **out, si
     int e = errno;
     if (cfd != -1)
         close(cfd);
+    if (rc == -1 && e == ENOENT) {
+        *out = NULL;
+        return 0;
+    }
     return rc == -1 ? ac_err_sys(err, e, "TASK_IO_ERROR", "could not read lease record %s", file) : 0;
 }
 
@@ -656,14 +796,71 @@ static int check_claim_name_free(struct ac_board *b, const char *file, const cha
     return 0;
 }
 
-static int has_reason_problem(const char *reason, struct ac_err *err)
+/* _expiry(): now + seconds as a lease expiry, or LEASE_INVALID_DURATION. */
+static int lease_expiry(int64_t now_us, double seconds, char out[48], struct ac_err *err)
 {
-    if (!reason || !reason[0])
-        return ac_task_err(err, "LEASE_INVALID_REASON", "recovery reason must not be empty");
-    if (ac_has_control(reason))
-        return ac_task_err(err, "LEASE_INVALID_REASON",
-                           "recovery reason contains a forbidden control character");
+    int64_t at;
+    int rc = ac_isotime_expiry(now_us, seconds, &at);
+    if (rc == -1)
+        return ac_task_err(err, "LEASE_INVALID_DURATION", "lease duration must be positive");
+    if (rc == -2)
+        return ac_task_err(err, "LEASE_INVALID_DURATION",
+                           "lease duration is outside the supported timestamp range");
+    ac_isotime_format(at, 6, out);
     return 0;
+}
+
+static int owner_mismatch(const char *id, const json_t *claim, const char *actor, struct ac_err *err)
+{
+    const char *holder = ac_task_str(claim, "owner");
+    if (strcmp(holder, actor) == 0)
+        return 0;
+    return ac_task_err(err, "LEASE_OWNER_MISMATCH", "lease for task %s belongs to %s", id, holder);
+}
+
+static int recovery_required(const char *id, const json_t *claim, struct ac_err *err)
+{
+    if (!claim_expired(claim))
+        return 0;
+    return ac_task_err(err, "LEASE_RECOVERY_REQUIRED",
+                       "expired lease for task %s requires explicit recovery", id);
+}
+
+int ac_lease_update_gate(struct ac_board *b, const json_t *cur, const char *actor, int owner_given,
+                         const char *status, struct ac_err *err)
+{
+    const char *id = ac_task_str(cur, "id");
+    json_t *claim = NULL;
+    char *file = NULL;
+    int rc = -1;
+
+    if (ac_lease_journal_guard(b, err) == -1 || find_claim(b, id, 1, &claim, &file, err) == -1)
+        return -1;
+    if (consistent(cur, claim, err) == -1)
+        goto out;
+    if (claim && (recovery_required(id, claim, err) == -1 || owner_mismatch(id, claim, actor, err) == -1))
+        goto out;
+    if (claim && (owner_given || (status && strcmp(status, ac_task_str(cur, "status")) != 0))) {
+        ac_task_err(err, "LEASE_MUTATION_REQUIRED", "task %s must be changed through its lease operation",
+                    id);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(claim);
+    free(file);
+    return rc;
+}
+
+/* claims/<id>.<owner>.json must be a possible file name: refuse before
+ * anything is written rather than fail halfway through a journal (the
+ * Python tool stops with an OSError there). */
+static int claim_name_fits(const char *id, const char *owner, struct ac_err *err)
+{
+    if (strlen(id) + strlen(owner) + 6 <= 255)
+        return 0;
+    return ac_task_err(err, "LEASE_INVALID_OWNER",
+                       "lease record name %s.%s.json would be longer than 255 bytes", id, owner);
 }
 
 int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, const char *actor,
@@ -671,40 +868,32 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
 {
     json_t *cur, *claim = NULL, *after = NULL, *details = NULL, *nclaim = NULL;
     char *claim_file = NULL, now[48], expires[48];
-    const char *status, *event = NULL;
+    const char *event = NULL, *target;
     struct change ch[2];
     size_t nch = 0;
-    int expired = 0, rc = -1;
     int64_t now_us;
+    int rc = -1;
 
     memset(ch, 0, sizeof ch);
+    if (op == AC_LEASE_BLOCK) {
+        /* The Python tool's `task block` is a task update (status blocked). */
+        struct ac_task_change chg;
+        memset(&chg, 0, sizeof chg);
+        chg.status = "blocked";
+        return ac_board_update(b, id, actor, &chg, out, err);
+    }
     if (!ac_safe_name(actor))
         return ac_task_err(err, "LEASE_INVALID_OWNER", "owner must be a safe identity");
-    if (op == AC_LEASE_RECOVER && has_reason_problem(reason, err) == -1)
+    if (op == AC_LEASE_RECOVER && ac_lease_reason_check(reason, err) == -1)
         return -1;
-    if ((op == AC_LEASE_CLAIM || op == AC_LEASE_RENEW || op == AC_LEASE_RECOVER) &&
-        !(isfinite(seconds) && seconds > 0))
-        return ac_task_err(err, "LEASE_INVALID_DURATION", "lease duration must be positive");
-    /* An expiry past year 9999 cannot be written as a record time (it came
-     * out as year -290251, and every later command failed to read it). */
+    if (!ac_task_id_findable(id))
+        return ac_task_unsafe_id(id, err);
+    if (ac_board_load(b, 1, err) == -1 || !(cur = ac_board_get(b, id, err)))
+        return -1;
+    if (ac_lease_journal_guard(b, err) == -1 || find_claim(b, id, 1, &claim, &claim_file, err) == -1)
+        return -1;
     now_us = ac_isotime_now_us();
-    if (seconds * 1e6 > (double)(AC_ISOTIME_MAX_US - now_us))
-        return ac_task_err(err, "LEASE_INVALID_DURATION", "lease duration is out of range");
-    if (ac_lease_journal_guard(b, err) == -1)
-        return -1;
-    cur = ac_board_get(b, id, err);
-    if (!cur)
-        return -1;
-    /* claims/<id>.<owner>.json must be a possible file name: refuse before
-     * anything is written rather than fail halfway through a journal. */
-    if (strlen(id) + strlen(actor) + 6 > 255)
-        return ac_task_err(err, "LEASE_INVALID_OWNER",
-                           "lease record name %s.%s.json would be longer than 255 bytes", id, actor);
-    if (ac_lease_state(b, id, &claim, &claim_file, &expired, err) == -1)
-        return -1;
-    status = ac_task_str(cur, "status");
-    ac_board_now(now, 1);
-    ac_isotime_format(now_us + (int64_t)llround(seconds * 1e6), 6, expires);
+    ac_isotime_format(now_us, 6, now);
     after = json_deep_copy(cur);
     details = json_object();
     if (!after || !details) {
@@ -713,31 +902,30 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
     }
     json_object_set_new(after, "updated_at", json_string(now));
 
-    if (claim && expired && op != AC_LEASE_RECOVER) {
-        ac_task_err(err, "LEASE_RECOVERY_REQUIRED", "expired lease for task %s requires explicit recovery",
-                    id);
-        goto done;
-    }
     switch (op) {
     case AC_LEASE_CLAIM:
         if (claim) {
+            if (consistent(cur, claim, err) == -1 || recovery_required(id, claim, err) == -1)
+                goto done;
             ac_task_err(err, "LEASE_CONFLICT", "task %s is leased by %s", id, ac_task_str(claim, "owner"));
+            goto done;
+        }
+        if (!json_is_null(json_object_get(cur, "lease_expires_at"))) {
+            ac_task_err(err, "LEASE_INCONSISTENT", "task %s has a lease expiry without a claim record", id);
             goto done;
         }
         if (ac_task_str(cur, "owner") && strcmp(ac_task_str(cur, "owner"), actor) != 0) {
             ac_task_err(err, "LEASE_CONFLICT", "task %s is assigned to %s", id, ac_task_str(cur, "owner"));
             goto done;
         }
-        if (!ac_task_transition_ok(status, "in_progress")) {
-            ac_task_transition_error(status, "in_progress", err);
-            goto done;
-        }
-        if (ac_board_deps_ready(b, cur, err) == -1)
+        if (lease_expiry(now_us, seconds, expires, err) == -1)
             goto done;
         json_object_set_new(after, "status", json_string("in_progress"));
         json_object_set_new(after, "owner", json_string(actor));
         json_object_set_new(after, "lease_expires_at", json_string(expires));
-        nclaim = new_claim(id, b->channel, actor, expires, now, NULL, NULL, NULL);
+        if (ac_board_candidate(b, cur, after, 0, err) == -1 || claim_name_fits(id, actor, err) == -1)
+            goto done;
+        nclaim = new_claim(id, b->channel, actor, expires, now, now, NULL, NULL, NULL);
         snprintf(ch[0].file, sizeof ch[0].file, "%s.%s.json", id, actor);
         if (check_claim_name_free(b, ch[0].file, id, actor, err) == -1 ||
             claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
@@ -749,19 +937,23 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         break;
 
     case AC_LEASE_RENEW:
+        if (consistent(cur, claim, err) == -1)
+            goto done;
         if (!claim) {
             ac_task_err(err, "LEASE_NOT_FOUND", "no active lease for task %s", id);
             goto done;
         }
-        if (strcmp(ac_task_str(claim, "owner"), actor) != 0) {
-            ac_task_err(err, "LEASE_OWNER_MISMATCH", "lease for task %s belongs to %s", id,
-                        ac_task_str(claim, "owner"));
+        if (owner_mismatch(id, claim, actor, err) == -1 || recovery_required(id, claim, err) == -1 ||
+            lease_expiry(now_us, seconds, expires, err) == -1)
             goto done;
-        }
+        json_object_set_new(after, "owner", json_string(actor));
         json_object_set_new(after, "lease_expires_at", json_string(expires));
-        nclaim = json_deep_copy(claim);
-        json_object_set_new(nclaim, "lease_expires_at", json_string(expires));
-        json_object_set_new(nclaim, "updated_at", json_string(now));
+        if (ac_board_candidate(b, cur, after, 0, err) == -1)
+            goto done;
+        nclaim = new_claim(id, b->channel, actor, expires, ac_task_str(claim, "claimed_at"), now,
+                           json_object_get(claim, "previous_owner"),
+                           json_object_get(claim, "previous_lease_expires_at"),
+                           json_object_get(claim, "recovery_reason"));
         snprintf(ch[0].file, sizeof ch[0].file, "%s", claim_file);
         if (read_claim_bytes(b, claim_file, &ch[0].prev, &ch[0].prev_len, err) == -1 ||
             claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
@@ -773,76 +965,59 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         break;
 
     case AC_LEASE_RELEASE:
-    case AC_LEASE_DONE: {
-        const char *target = op == AC_LEASE_DONE ? "done" : "open";
-        if (claim && strcmp(ac_task_str(claim, "owner"), actor) != 0) {
-            ac_task_err(err, "LEASE_OWNER_MISMATCH", "lease for task %s belongs to %s", id,
-                        ac_task_str(claim, "owner"));
-            goto done;
-        }
-        if (!claim && ac_task_str(cur, "owner") && strcmp(ac_task_str(cur, "owner"), actor) != 0) {
-            ac_task_err(err, "LEASE_CONFLICT", "task %s is assigned to %s", id, ac_task_str(cur, "owner"));
-            goto done;
-        }
-        if (!ac_task_transition_ok(status, target)) {
-            ac_task_transition_error(status, target, err);
-            goto done;
-        }
-        if (op == AC_LEASE_DONE && strcmp(status, "done") != 0 && ac_board_deps_ready(b, cur, err) == -1)
+    case AC_LEASE_DONE:
+        target = op == AC_LEASE_DONE ? "done" : "open";
+        if (consistent(cur, claim, err) == -1)
             goto done;
         json_object_set_new(after, "status", json_string(target));
-        if (claim) {
-            json_object_set_new(after, "owner", json_null());
-            json_object_set_new(after, "lease_expires_at", json_null());
-            snprintf(ch[0].file, sizeof ch[0].file, "%s", claim_file);
-            if (read_claim_bytes(b, claim_file, &ch[0].prev, &ch[0].prev_len, err) == -1)
+        if (!claim) {
+            /* No lease: the plain transition, still through the journal. */
+            if (ac_board_candidate(b, cur, after, 0, err) == -1)
                 goto done;
-            nch = 1;
-            event = op == AC_LEASE_DONE ? "lease.completed" : "lease.released";
-            json_object_set_new(details, "lease_owner", json_string(actor));
-            json_object_set(details, "previous_lease_expires_at", json_object_get(claim, "lease_expires_at"));
-        } else {
             event = "task.updated";
             json_object_set_new(details, "lease_fallback",
                                 json_string(op == AC_LEASE_DONE ? "complete" : "release"));
+            break;
         }
+        if (owner_mismatch(id, claim, actor, err) == -1 || recovery_required(id, claim, err) == -1)
+            goto done;
+        json_object_set_new(after, "owner", json_null());
+        json_object_set_new(after, "lease_expires_at", json_null());
+        if (ac_board_candidate(b, cur, after, 0, err) == -1)
+            goto done;
+        snprintf(ch[0].file, sizeof ch[0].file, "%s", claim_file);
+        if (read_claim_bytes(b, claim_file, &ch[0].prev, &ch[0].prev_len, err) == -1)
+            goto done;
+        nch = 1;
+        event = op == AC_LEASE_DONE ? "lease.completed" : "lease.released";
+        json_object_set_new(details, "lease_owner", json_string(actor));
+        json_object_set(details, "previous_lease_expires_at", json_object_get(claim, "lease_expires_at"));
         break;
-    }
-
-    case AC_LEASE_BLOCK:
-        if (claim) {
-            ac_task_err(err, "LEASE_MUTATION_REQUIRED", "task %s must be changed through its lease operation",
-                        id);
-            goto done;
-        }
-        if (!ac_task_transition_ok(status, "blocked")) {
-            ac_task_transition_error(status, "blocked", err);
-            goto done;
-        }
-        /* No lease: a plain update, not a lease transaction. */
-        ac_board_now(now, 0);
-        json_object_set_new(after, "updated_at", json_string(now));
-        json_object_set_new(after, "status", json_string("blocked"));
-        rc = ac_board_commit_plain(b, cur, after, actor, "task.updated", err);
-        if (rc == 0) {
-            *out = after;
-            after = NULL;
-        }
-        goto done;
 
     case AC_LEASE_RECOVER:
         if (!claim) {
             ac_task_err(err, "LEASE_NOT_FOUND", "no active lease for task %s", id);
             goto done;
         }
-        if (!expired) {
+        if (consistent(cur, claim, err) == -1)
+            goto done;
+        if (!claim_expired(claim)) {
             ac_task_err(err, "LEASE_NOT_EXPIRED", "lease for task %s is still active", id);
             goto done;
         }
+        if (lease_expiry(now_us, seconds, expires, err) == -1)
+            goto done;
+        json_object_set_new(after, "status", json_string("in_progress"));
         json_object_set_new(after, "owner", json_string(actor));
         json_object_set_new(after, "lease_expires_at", json_string(expires));
-        nclaim = new_claim(id, b->channel, actor, expires, now, ac_task_str(claim, "owner"),
-                           ac_task_str(claim, "lease_expires_at"), reason);
+        if (ac_board_candidate(b, cur, after, 0, err) == -1 || claim_name_fits(id, actor, err) == -1)
+            goto done;
+        {
+            json_t *why = json_string(reason);
+            nclaim = new_claim(id, b->channel, actor, expires, now, now, json_object_get(claim, "owner"),
+                               json_object_get(claim, "lease_expires_at"), why);
+            json_decref(why);
+        }
         snprintf(ch[0].file, sizeof ch[0].file, "%s", claim_file);
         if (read_claim_bytes(b, claim_file, &ch[0].prev, &ch[0].prev_len, err) == -1)
             goto done;
@@ -850,12 +1025,18 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         {
             char newfile[300];
             snprintf(newfile, sizeof newfile, "%s.%s.json", id, actor);
+            if (strcasecmp(newfile, claim_file) == 0 && strcmp(newfile, claim_file) != 0) {
+                ac_task_err(err, "LEASE_INVALID_OWNER",
+                            "case-only owner changes are not supported for lease recovery");
+                goto done;
+            }
             if (strcmp(newfile, claim_file) == 0) {
                 if (claim_bytes(nclaim, &ch[0].next, &ch[0].next_len, err) == -1)
                     goto done;
             } else {
                 snprintf(ch[1].file, sizeof ch[1].file, "%s", newfile);
                 if (check_claim_name_free(b, newfile, id, actor, err) == -1 ||
+                    read_claim_bytes(b, newfile, &ch[1].prev, &ch[1].prev_len, err) == -1 ||
                     claim_bytes(nclaim, &ch[1].next, &ch[1].next_len, err) == -1)
                     goto done;
                 nch = 2;
@@ -868,6 +1049,9 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         json_object_set(details, "previous_lease_expires_at", json_object_get(claim, "lease_expires_at"));
         json_object_set_new(details, "recovery_reason", json_string(reason));
         break;
+
+    case AC_LEASE_BLOCK:
+        break;                      /* handled above */
     }
 
     if (commit(b, actor, event, cur, after, ch, nch, details, err) == 0) {
@@ -888,34 +1072,327 @@ done:
 
 /* ---- recover-pending ---- */
 
-static int file_matches(int dirfd, const char *name, const char *bytes, size_t len)
+/* A journal member as bytes (_decode_bytes): 0 with *out (NULL for null or
+ * absent), or -1 with LEASE_TRANSACTION_INVALID. */
+static int journal_bytes(const json_t *v, char **out, size_t *len, struct ac_err *err)
 {
-    char *data;
-    size_t n;
-    int same;
-    if (ac_read_file_at(dirfd, name, JOURNAL_CAP, &data, &n) == -1)
-        return !bytes && errno == ENOENT;
-    same = bytes && n == len && memcmp(data, bytes, n) == 0;
-    free(data);
-    return same;
+    *out = NULL;
+    *len = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return journal_invalid(err, "transaction journal bytes must be base64 text");
+    *out = ac_b64_decode(json_string_value(v), json_string_length(v), len);
+    if (!*out)
+        return journal_invalid(err, "transaction journal bytes are not valid base64");
+    return 0;
 }
 
-static int recovery_audit(struct ac_board *b, const char *actor, const struct journal *jr,
+/* task_before / task_after: JSON of a task record of `id` of this channel. */
+static int journal_task(struct ac_board *b, const char *field, const char *bytes, size_t len,
+                        const char *id, json_t **out, struct ac_err *err)
+{
+    char msg[AC_PYJSON_MSG_MAX];
+    json_t *v = ac_pyjson_loads(bytes, len, 0, msg, sizeof msg);
+    const json_t *vid;
+    *out = NULL;
+    if (!v)
+        return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                           "transaction journal %s is not valid JSON: %s", field, msg);
+    vid = json_is_object(v) ? json_object_get(v, "id") : NULL;
+    if (!json_is_string(vid) || strcmp(json_string_value(vid), id) != 0 ||
+        strlen(id) != json_string_length(vid)) {
+        json_decref(v);
+        return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                           "transaction journal %s id does not match task record", field);
+    }
+    if (ac_task_validate(v, NULL, b->channel, b->chfd, err) == -1) {
+        json_decref(v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A claim payload of the journal (_decode_claim_rollback): NULL, or the
+ * bytes of a lease record of task `id` named `file`. */
+static int journal_claim(struct ac_board *b, const json_t *v, const char *field, const char *file,
+                         const char *id, char **bytes, size_t *len, json_t **rec,
+                         struct ac_err *err)
+{
+    char msg[AC_PYJSON_MSG_MAX], want[600];
+    json_t *c;
+    *rec = NULL;
+    if (journal_bytes(v, bytes, len, err) == -1)
+        return -1;
+    if (!*bytes)
+        return 0;
+    if (!(c = ac_pyjson_loads(*bytes, *len, 0, msg, sizeof msg)))
+        return ac_task_err(err, "LEASE_TRANSACTION_INVALID", "claim %s payload is not valid JSON: %s",
+                           field, msg);
+    if (claim_check(c, err) == -1) {
+        json_decref(c);
+        return -1;
+    }
+    snprintf(want, sizeof want, "%s.%s.json", ac_task_str(c, "task_id"), ac_task_str(c, "owner"));
+    if (strcmp(ac_task_str(c, "task_id"), id) != 0 || strcmp(ac_task_str(c, "channel"), b->channel) != 0 ||
+        strcmp(want, file) != 0) {
+        json_decref(c);
+        return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                           "claim %s payload does not match its journal filename", field);
+    }
+    *rec = c;
+    return 0;
+}
+
+/* Everything recover-pending needs, checked as the Python tool checks it
+ * before it touches a file. */
+struct plan {
+    char id[256];
+    char *before;               /* task_before bytes */
+    size_t before_len;
+    json_t *before_rec, *after_rec;   /* after_rec: task_after, or task_before (legacy) */
+    struct change *changes;     /* merged by file, in first-seen order */
+    size_t n;
+};
+
+static void plan_free(struct plan *p)
+{
+    free(p->before);
+    json_decref(p->before_rec);
+    json_decref(p->after_rec);
+    if (p->changes) {
+        changes_free(p->changes, p->n);
+        free(p->changes);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+static int same_bytes(const char *a, size_t al, const char *b, size_t bl)
+{
+    return (!a && !b) || (a && b && al == bl && memcmp(a, b, al) == 0);
+}
+
+/* The claim owner and expiry equal the task's. */
+static int lease_matches(const json_t *claim, const json_t *task)
+{
+    return json_equal(json_object_get(claim, "owner"), json_object_get(task, "owner")) &&
+           json_equal(json_object_get(claim, "lease_expires_at"), json_object_get(task, "lease_expires_at"));
+}
+
+static int make_plan(struct ac_board *b, const json_t *j, struct plan *p, struct ac_err *err)
+{
+    const json_t *tf = json_object_get(j, "task_file"), *tid = json_object_get(j, "task_id"), *item;
+    const json_t *prev_rec = NULL, *next_rec = NULL;
+    const char *s;
+    char shown[600], *after = NULL, *slash;
+    size_t after_len = 0, i, k, nprev = 0, nnext = 0;
+    int legacy;
+
+    memset(p, 0, sizeof *p);
+    s = json_string_value(tf);
+    if (!s || !json_string_length(tf))
+        return journal_invalid(err, "transaction journal has an invalid task_file");
+    {
+        /* "tasks/<id>.json" ('\' also separates) */
+        char portable[600];
+        size_t len = json_string_length(tf);
+        snprintf(portable, sizeof portable, "%.*s", (int)(len < sizeof portable - 1 ? len : 0), s);
+        for (i = 0; portable[i]; i++)
+            if (portable[i] == '\\')
+                portable[i] = '/';
+        slash = strchr(portable, '/');
+        len = strlen(portable);
+        if (!len || !slash || strchr(slash + 1, '/') || (size_t)(slash - portable) != 5 ||
+            strncmp(portable, "tasks", 5) != 0 || len - (size_t)(slash + 1 - portable) < 5 ||
+            strcmp(portable + len - 5, ".json") != 0) {
+            ac_err_quote(shown, sizeof shown, s, 400);
+            return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                               "transaction journal task path outside tasks layout: %s", shown);
+        }
+        snprintf(p->id, sizeof p->id, "%.*s", (int)(len - (size_t)(slash + 1 - portable) - 5), slash + 1);
+    }
+    if (!ac_safe_name(p->id))
+        return ac_task_err(err, "LEASE_INVALID_TASK_ID", "task_id must be a safe identity");
+    if (!json_is_string(tid) || strcmp(json_string_value(tid), p->id) != 0)
+        return journal_invalid(err, "transaction task_id does not match task_file stem");
+    if (journal_bytes(json_object_get(j, "task_before"), &p->before, &p->before_len, err) == -1)
+        return -1;
+    if (!p->before)
+        return journal_invalid(err, "transaction journal has no task rollback bytes");
+    if (journal_task(b, "task_before", p->before, p->before_len, p->id, &p->before_rec, err) == -1)
+        return -1;
+    legacy = py_equals_int(json_object_get(j, "version"), 1) && !json_object_get(j, "task_after");
+    if (journal_bytes(json_object_get(j, "task_after"), &after, &after_len, err) == -1)
+        return -1;
+    if (!after) {
+        if (!legacy)
+            return journal_invalid(err, "transaction journal has no task_after rollback bytes");
+        p->after_rec = json_incref(p->before_rec);
+    } else {
+        int rc = journal_task(b, "task_after", after, after_len, p->id, &p->after_rec, err);
+        free(after);
+        if (rc == -1)
+            return -1;
+    }
+
+    p->changes = calloc(json_array_size(json_object_get(j, "claim_changes")) + 1, sizeof *p->changes);
+    if (!p->changes)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "out of memory");
+    json_array_foreach(json_object_get(j, "claim_changes"), i, item) {
+        const json_t *file = json_object_get(item, "file");
+        struct change c;
+        const char *f;
+        size_t flen;
+
+        memset(&c, 0, sizeof c);
+        if (!json_is_object(item) || ac_pyjson_is_nonfinite(item) || !file)
+            return journal_invalid(err, "transaction journal claim change is malformed");
+        if (!json_object_get(item, "previous") || !json_object_get(item, "next"))
+            return journal_invalid(err, "transaction journal claim change requires previous and next payloads");
+        f = json_string_value(file);
+        flen = f ? json_string_length(file) : 0;
+        if (!f || strlen(f) != flen || strpbrk(f, "/\\") || flen < 5 ||
+            strcmp(f + flen - 5, ".json") != 0 || f[0] == '.' || f[0] == '_')
+            return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                               "claim change filename outside claims layout: %s",
+                               ac_pyjson_repr(file, shown, sizeof shown));
+        k = strlen(p->id);
+        if (strncmp(f, p->id, k) != 0 || f[k] != '.')
+            return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                               "claim change filename does not belong to task: %s",
+                               ac_pyjson_repr(file, shown, sizeof shown));
+        {
+            char owner[300];
+            snprintf(owner, sizeof owner, "%.*s", (int)(flen - k - 1 >= 5 ? flen - k - 6 : 0), f + k + 1);
+            if (flen < k + 6 || !ac_safe_name(owner))
+                return ac_task_err(err, "LEASE_INVALID_OWNER", "owner must be a safe identity");
+        }
+        if (flen >= sizeof c.file)
+            return ac_task_err(err, "LEASE_INVALID_OWNER", "owner must be a safe identity");
+        strcpy(c.file, f);
+        if (journal_claim(b, json_object_get(item, "previous"), "previous", f, p->id, &c.prev,
+                          &c.prev_len, &c.prev_rec, err) == -1 ||
+            journal_claim(b, json_object_get(item, "next"), "next", f, p->id, &c.next,
+                          &c.next_len, &c.next_rec, err) == -1) {
+            changes_free(&c, 1);
+            return -1;
+        }
+        if (!c.prev && !c.next) {
+            changes_free(&c, 1);
+            return journal_invalid(err, "claim change must include previous or next payload");
+        }
+        /* One entry per file: the first previous, the last next. */
+        for (k = 0; k < p->n; k++)
+            if (strcmp(p->changes[k].file, c.file) == 0)
+                break;
+        if (k < p->n) {
+            if (!same_bytes(p->changes[k].prev, p->changes[k].prev_len, c.prev, c.prev_len)) {
+                changes_free(&c, 1);
+                return journal_invalid(err, "duplicate claim path has conflicting previous payloads");
+            }
+            free(p->changes[k].next);
+            json_decref(p->changes[k].next_rec);
+            p->changes[k].next = c.next;
+            p->changes[k].next_len = c.next_len;
+            p->changes[k].next_rec = c.next_rec;
+            free(c.prev);
+            json_decref(c.prev_rec);
+        } else {
+            p->changes[p->n++] = c;
+        }
+    }
+    for (k = 0; k < p->n; k++) {
+        if (p->changes[k].prev_rec) {
+            nprev++;
+            prev_rec = p->changes[k].prev_rec;
+        }
+        if (p->changes[k].next_rec) {
+            nnext++;
+            next_rec = p->changes[k].next_rec;
+        }
+    }
+    if (nprev > 1)
+        return journal_invalid(err, "transaction has multiple distinct previous claims");
+    if (!json_is_null(json_object_get(p->before_rec, "owner")) &&
+        !json_is_null(json_object_get(p->before_rec, "lease_expires_at"))) {
+        if (!prev_rec)
+            return journal_invalid(err, "task_before lease metadata has no previous claim");
+        if (!lease_matches(prev_rec, p->before_rec))
+            return journal_invalid(err, "task_before lease metadata does not match previous claim");
+    } else if (prev_rec) {
+        return journal_invalid(err, "previous claim exists without task_before lease metadata");
+    }
+    if (!legacy) {
+        if (nnext > 1)
+            return journal_invalid(err, "transaction has multiple active next claims");
+        if (next_rec && !lease_matches(next_rec, p->after_rec))
+            return journal_invalid(err, "task_after lease metadata does not match next claim");
+        if (!next_rec && !json_is_null(json_object_get(p->after_rec, "lease_expires_at")))
+            return journal_invalid(err, "task_after retains lease metadata without a next claim");
+    }
+    return 0;
+}
+
+/* TaskRecord.to_dict() equality of two valid records. */
+static int tasks_equal(const json_t *a, const json_t *b)
+{
+    size_t i;
+    for (i = 0; i < AC_TASK_NFIELDS; i++)
+        if (!json_equal(json_object_get(a, ac_task_fields[i]), json_object_get(b, ac_task_fields[i])))
+            return 0;
+    return 1;
+}
+
+/* The published state is on disk: the task equals task_after and every
+ * claim its next payload (absent when null). */
+static int verify_published(struct ac_board *b, int cfd, const struct plan *p, json_t **task,
+                            struct ac_err *err)
+{
+    size_t i;
+    if (ac_board_read_one(b, p->id, task, err) == -1)
+        return -1;
+    if (!tasks_equal(*task, p->after_rec))
+        return journal_invalid(err, "published transaction task does not match task_after");
+    for (i = 0; i < p->n; i++) {
+        const struct change *c = &p->changes[i];
+        json_t *actual;
+        int exists = faccessat(cfd, c->file, F_OK, 0) == 0;
+        if (!c->next_rec) {
+            if (exists)
+                return journal_invalid(err, "published transaction retains a removed claim");
+            continue;
+        }
+        if (!exists)
+            return journal_invalid(err, "published transaction is missing its claim");
+        if (read_claim(b, cfd, c->file, &actual, err) == -1)
+            return -1;
+        if (!claims_equal(actual, c->next_rec)) {
+            json_decref(actual);
+            return journal_invalid(err, "published transaction claim does not match next payload");
+        }
+        json_decref(actual);
+    }
+    return 0;
+}
+
+static int recovery_audit(struct ac_board *b, const char *actor, const json_t *j, const json_t *rec,
                           const char *event, const char *how, struct ac_err *err)
 {
-    json_t *rec = json_object_get(b->tasks, jr->task_id), *body;
+    json_t *body = ac_board_audit_body(b, event, rec, rec), *tid = json_object_get(j, "task_id");
+    struct ac_err perr = AC_ERR_INIT;
     int rc;
-    if (!rec)
-        return 0;   /* the task vanished: nothing to describe */
-    body = ac_board_audit_body(b, event, NULL, rec);
-    json_object_set(body, "previous_status", json_object_get(rec, "status"));
-    json_object_set_new(body, "changed_fields", json_array());
-    json_object_set_new(body, "transaction_event", json_string(jr->event));
+    if (!body)
+        return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the audit message");
+    json_object_set(body, "transaction_event", json_object_get(j, "event"));
     json_object_set_new(body, "transaction_recovery", json_string(how));
-    json_object_set_new(body, "transaction_task_id", json_string(jr->task_id));
-    rc = ac_audit_post(b->ch, actor, event, jr->task_id, body, NULL, err);
+    json_object_set(body, "transaction_task_id", tid ? tid : json_null());
+    rc = ac_audit_post(b->ch, actor, event, ac_task_str(rec, "id"), body, NULL, &perr);
     json_decref(body);
-    return rc;
+    if (rc == -1)
+        return ac_task_err(err, "TASK_AUDIT_FAILED",
+                           "task record changed but audit event could not be written: %s", perr.msg);
+    return 0;
 }
 
 /* A crashed mutation may have left temp files behind: under the task
@@ -928,87 +1405,101 @@ static void sweep_debris(struct ac_board *b)
     ac_seq_sweep(b->chfd, &ignored);
 }
 
+static int recovery_failed(struct ac_err *err, const char *what)
+{
+    return ac_task_err(err, "LEASE_TRANSACTION_RECOVERY_FAILED",
+                       "could not recover pending lease transaction: %s: %s", what, strerror(errno));
+}
+
 int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,
                              struct ac_err *err)
 {
-    struct journal jr;
-    int rc, cfd, roll;
+    struct plan p;
+    json_t *j = NULL, *task = NULL, *phase_v;
+    const char *phase;
+    char shown[300];
+    int rc, cfd = -1, roll;
 
+    if (resolve && strcmp(resolve, "rollback") != 0 && strcmp(resolve, "published") != 0)
+        return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                           "publication_resolution must be rollback or published");
     if (!ac_safe_name(actor))
         return ac_task_err(err, "LEASE_INVALID_OWNER", "actor must be a safe identity");
-    if (resolve && strcmp(resolve, "rollback") != 0 && strcmp(resolve, "published") != 0)
-        return ac_task_err(err, "TASK_INVALID_COMMAND",
-                           "resolve-publication must be rollback or published");
-    rc = read_journal(b, &jr, err);
+    memset(&p, 0, sizeof p);
+    rc = read_journal(b, &j, err);
     if (rc == -1)
         return -1;
     if (rc == 0) {
         sweep_debris(b);
         return ac_task_err(err, "LEASE_TRANSACTION_NOT_FOUND", "no pending lease transaction exists");
     }
-    if (resolve && strcmp(jr.phase, "applied") != 0) {
-        journal_free(&jr);
-        return ac_task_err(err, "LEASE_TRANSACTION_INVALID",
-                           "publication resolution applies only to applied transactions");
+    rc = -1;
+    if (make_plan(b, j, &p, err) == -1)
+        goto out;
+    phase_v = json_object_get(j, "phase");
+    if (phase_v && !is_phase(phase_v)) {
+        ac_task_err(err, "LEASE_TRANSACTION_INVALID", "unsupported transaction phase: %s",
+                    ac_pyjson_repr(phase_v, shown, sizeof shown));
+        goto out;
     }
-    if (strcmp(jr.phase, "prepared") == 0) {
-        roll = 1;
-    } else if (strcmp(jr.phase, "published") == 0) {
-        roll = 0;
-    } else if (resolve) {
+    phase = phase_v ? json_string_value(phase_v) : "prepared";
+    if (resolve) {
+        if (strcmp(phase, "applied") != 0) {
+            ac_task_err(err, "LEASE_TRANSACTION_INVALID",
+                        "publication resolution applies only to applied transactions");
+            goto out;
+        }
         roll = strcmp(resolve, "rollback") == 0;
-    } else if (!jr.txid) {
-        journal_free(&jr);
-        return ac_task_err(err, "LEASE_TRANSACTION_PUBLICATION_UNKNOWN",
-                           "cannot tell whether the legacy transaction was published; "
-                           "pass --resolve-publication rollback|published");
-    } else {
-        int found = ac_audit_find_transaction(b->ch, jr.txid, err);
-        if (found == -1) {
-            journal_free(&jr);
-            return -1;
+    } else if (strcmp(phase, "applied") == 0 && py_equals_int(json_object_get(j, "version"), 1) &&
+               !py_truthy(json_object_get(j, "transaction_id"))) {
+        ac_task_err(err, "LEASE_TRANSACTION_PUBLICATION_UNKNOWN",
+                    "legacy applied transaction publication state is unknown; rerun with explicit "
+                    "publication resolution");
+        goto out;
+    } else if (strcmp(phase, "applied") == 0) {
+        const json_t *txid = json_object_get(j, "transaction_id");
+        int found = 0;
+        if (json_is_string(txid) && json_string_length(txid) &&
+            strlen(json_string_value(txid)) == json_string_length(txid)) {
+            found = ac_audit_find_transaction(b->ch, json_string_value(txid), err);
+            if (found == -1)
+                goto out;
         }
         roll = !found;
+    } else {
+        roll = strcmp(phase, "published") != 0;
     }
     cfd = open_claims(b, 1);
     if (cfd == -1) {
-        journal_free(&jr);
-        return ac_err_sys(err, errno, "TASK_IO_ERROR", "could not open claims/");
+        recovery_failed(err, "claims/");
+        goto out;
     }
     if (roll) {
-        if ((jr.before ? write_task_bytes(b, jr.task_id, jr.before, jr.before_len) == -1
-                       : (ac_sys_unlinkat(b->chfd, jr.task_file, 0) == -1 && errno != ENOENT)) ||
-            apply_claims(cfd, jr.changes, jr.nchanges, 0) == -1) {
-            rc = ac_err_sys(err, errno, "TASK_IO_ERROR", "could not roll the lease transaction back");
+        if (write_task_bytes(b, p.id, p.before, p.before_len) == -1 ||
+            apply_claims(cfd, p.changes, p.n, 0) == -1) {
+            recovery_failed(err, "could not roll back");
             goto out;
         }
-    } else {
-        size_t i;
-        int tfd = ac_open_dir_at(b->chfd, AC_TASKS_DIR), ok;
-        char name[300];
-        snprintf(name, sizeof name, "%s.json", jr.task_id);
-        ok = tfd != -1 && file_matches(tfd, name, jr.after, jr.after_len);
-        if (tfd != -1)
-            close(tfd);
-        for (i = 0; ok && i < jr.nchanges; i++)
-            ok = file_matches(cfd, jr.changes[i].file, jr.changes[i].next, jr.changes[i].next_len);
-        if (!ok) {
-            rc = ac_task_err(err, "LEASE_TRANSACTION_INVALID",
-                             "published transaction does not match lease state");
+        if (ac_board_read_one(b, p.id, &task, err) == -1)
             goto out;
-        }
+    } else if (verify_published(b, cfd, &p, &task, err) == -1) {
+        goto out;
     }
-    rc = ac_board_reload(b, err);
-    if (rc == 0)
-        rc = recovery_audit(b, actor, &jr, roll ? "lease.transaction.recovered" : "lease.transaction.cleaned",
-                            roll ? "rollback" : "cleanup", err);
-    if (rc == 0 && (ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 || ac_fsync_dir(cfd) == -1))
-        rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED", "could not remove the lease journal: %s",
-                         strerror(errno));
-    if (rc == 0)
-        sweep_debris(b);
+    if (recovery_audit(b, actor, j, task, roll ? "lease.transaction.recovered" : "lease.transaction.cleaned",
+                       roll ? "rollback" : "cleanup", err) == -1)
+        goto out;
+    if ((ac_sys_unlinkat(cfd, AC_LEASE_JOURNAL, 0) == -1 && errno != ENOENT) ||
+        ac_fsync_dir(cfd) == -1) {
+        recovery_failed(err, "could not remove the lease journal");
+        goto out;
+    }
+    sweep_debris(b);
+    rc = 0;
 out:
-    close(cfd);
-    journal_free(&jr);
+    if (cfd != -1)
+        close(cfd);
+    json_decref(task);
+    json_decref(j);
+    plan_free(&p);
     return rc;
 }

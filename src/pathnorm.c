@@ -80,15 +80,20 @@ static int has_control(const char *s)
 
 const char *ac_relpath_problem(const char *path)
 {
-    const char *slash, *p;
+    const char *second, *p;
+    uint32_t cp;
     if (!path[0])
         return "path must be a non-empty string";
     if (has_control(path))
         return "path contains a forbidden control character";
     if (strchr(path, '\\'))
         return "backslashes are not valid portable separators";
-    slash = strchr(path, '/');
-    if (path[0] == '/' || memchr(path, ':', slash ? (size_t)(slash - path) : strlen(path)))
+    /* posixpath.isabs, or a drive as ntpath.splitdrive() sees one: the
+     * second character is ':' ("a:b", "é:x"; not "ab:c"). */
+    second = path + 1;
+    if ((unsigned char)path[0] >= 0x80)
+        second = path + ac_utf8_decode((const unsigned char *)path, strlen(path), &cp);
+    if (path[0] == '/' || *second == ':')
         return "absolute paths are not allowed";
     if (strchr(path, ':'))
         return "path names may not contain ':'";
@@ -326,6 +331,15 @@ static int channel_real_path(int chfd, struct pstr *out)
 int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
                        int *is_dir, const char **why)
 {
+    *why = ac_relpath_problem(path);
+    if (*why)
+        return -1;
+    return ac_relpath_realize(chfd, path, out, outsz, is_dir, why);
+}
+
+int ac_relpath_realize(int chfd, const char *path, char *out, size_t outsz,
+                       int *is_dir, const char **why)
+{
     struct pstr base = { NULL, 0, 0 }, res = { NULL, 0, 0 };
     struct seen *sn = NULL;
     const char *rel;
@@ -333,9 +347,7 @@ int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
     size_t rlen;
     int rc = -1, jr;
 
-    *why = ac_relpath_problem(path);
-    if (*why)
-        return -1;
+    *why = NULL;
     if (channel_real_path(chfd, &base) == -1) {
         *why = UNRESOLVED;
         goto done;

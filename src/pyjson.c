@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentchat/json.h"
+#include "agentchat/pystr.h"
 #include "agentchat/utf8.h"
 
 /* Python's sys.get_int_max_str_digits() default (PEP 651-era CVE fix,
@@ -793,4 +795,92 @@ json_t *ac_pyjson_loads(const char *data, size_t len, int flags,
     if (errbuf && errsize > 0)
         snprintf(errbuf, errsize, "%s", v ? "" : e.msg);
     return v;
+}
+
+/* ---- repr() of a decoded value ---- */
+
+struct repr_out {
+    char *p;
+    size_t size, used;
+};
+
+static void repr_put(struct repr_out *o, const char *s)
+{
+    size_t n = strlen(s);
+    if (o->used + 1 >= o->size)
+        return;
+    if (n > o->size - 1 - o->used)
+        n = o->size - 1 - o->used;
+    memcpy(o->p + o->used, s, n);
+    o->used += n;
+    o->p[o->used] = '\0';
+}
+
+static void repr_value(struct repr_out *o, const json_t *v, int depth)
+{
+    char small[40];
+    size_t i;
+    if (o->used + 1 >= o->size)
+        return;
+    if (depth > 64) {               /* Python would go on; nobody reads that deep */
+        repr_put(o, "...");
+        return;
+    }
+    if (ac_pyjson_is_nonfinite(v)) {
+        double x = ac_pyjson_nonfinite_value(v);
+        repr_put(o, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+    } else if (json_is_null(v)) {
+        repr_put(o, "None");
+    } else if (json_is_true(v)) {
+        repr_put(o, "True");
+    } else if (json_is_false(v)) {
+        repr_put(o, "False");
+    } else if (json_is_integer(v)) {
+        snprintf(small, sizeof small, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        repr_put(o, small);
+    } else if (json_is_real(v)) {
+        ac_py_float_repr(json_real_value(v), small);
+        repr_put(o, small);
+    } else if (json_is_string(v)) {
+        size_t room = o->size - o->used;
+        ac_py_repr(json_string_value(v), o->p + o->used, room);
+        o->used += strlen(o->p + o->used);
+    } else if (json_is_array(v)) {
+        repr_put(o, "[");
+        for (i = 0; i < json_array_size(v); i++) {
+            if (i)
+                repr_put(o, ", ");
+            repr_value(o, json_array_get(v, i), depth + 1);
+        }
+        repr_put(o, "]");
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *item;
+        int first = 1;
+        repr_put(o, "{");
+        json_object_foreach((json_t *)v, key, item) {
+            size_t room;
+            if (!first)
+                repr_put(o, ", ");
+            first = 0;
+            room = o->size - o->used;
+            if (room > 1) {
+                ac_py_repr(key, o->p + o->used, room);
+                o->used += strlen(o->p + o->used);
+            }
+            repr_put(o, ": ");
+            repr_value(o, item, depth + 1);
+        }
+        repr_put(o, "}");
+    }
+}
+
+char *ac_pyjson_repr(const json_t *v, char *out, size_t outsz)
+{
+    struct repr_out o = { out, outsz, 0 };
+    if (outsz == 0)
+        return out;
+    out[0] = '\0';
+    repr_value(&o, v, 0);
+    return out;
 }

@@ -44,6 +44,7 @@ void ac_inbox_free(struct ac_inbox *in)
     for (i = 0; i < in->n; i++) {
         ac_fm_free(&in->v[i].fm);
         free(in->v[i].text);
+        free(in->v[i].decode_error);
         free(in->v[i].name);
     }
     for (i = 0; i < in->nskipped; i++)
@@ -75,6 +76,34 @@ static int fresh_incomplete(const struct ac_inmsg *m)
     return m->incomplete && age >= 0 && age < AC_INCOMPLETE_GRACE_SEC;
 }
 
+/* Python reads the frontmatter through a text file that decodes 8 KiB at
+ * a time and stops at the closing fence: bytes that are not UTF-8 make it
+ * see no frontmatter at all when they lie in a chunk it decodes. So with
+ * the first bad byte at `bad`, the frontmatter stands only when its
+ * closing fence line ends before the chunk holding that byte. Returns 0,
+ * or -1 on allocation failure. */
+#define PY_TEXT_CHUNK 8192
+static int drop_unreadable_fm(const char *raw, size_t bad, struct ac_inmsg *m)
+{
+    size_t chunk = bad / PY_TEXT_CHUNK * PY_TEXT_CHUNK, plen;
+    int keep = 0;
+
+    if (chunk > 0) {
+        struct ac_fm pre;
+        char *ptext = ac_text_from_file(raw, chunk, &plen);
+        if (!ptext || ac_fm_parse(ptext, plen, &pre) == -1) {
+            free(ptext);
+            return -1;
+        }
+        keep = pre.present && pre.body_off > 0 && ptext[pre.body_off - 1] == '\n';
+        ac_fm_free(&pre);
+        free(ptext);
+    }
+    if (!keep)
+        ac_fm_free(&m->fm);     /* present = 0, body_off = 0: all body */
+    return 0;
+}
+
 /* Read and parse one listed file into in->v (if relevant). With `hold`, a
  * fresh incomplete file is not loaded: returns 1. */
 static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *agent,
@@ -83,6 +112,7 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
     struct ac_file f = { NULL, 0, 0, 0 };
     struct ac_inmsg m;
     struct ac_err rerr = AC_ERR_INIT;
+    size_t bad = 0;
 
     if (ch->store->ops->msg_read(ch, e->name, &f, &rerr) == -1) {
         /* A file that vanished since the listing is simply gone. */
@@ -97,6 +127,14 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
     m.mtime_sec = f.mtime_sec;
     m.incomplete = f.len == 0 || f.data[f.len - 1] != '\n';
     m.truncated = f.full_size;
+    {
+        /* A truncated read holds a prefix: a sequence cut by its end is
+         * not known to be bad. */
+        char why[160];
+        if (ac_utf8_py_error(f.data, f.len, f.full_size != 0, &bad, why, sizeof why) &&
+            !(m.decode_error = strdup(why)))
+            goto nomem;
+    }
     if (f.full_size) {
         /* Show the top of an oversized message and say so. */
         char note[160];
@@ -104,10 +142,8 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
                           "\n[agent-chat: message truncated for display: %llu bytes, over the %u MiB limit]\n",
                           (unsigned long long)f.full_size, AC_MESSAGE_CAP >> 20);
         char *grown = realloc(f.data, f.len + (size_t)nl + 1);
-        if (!grown) {
-            ac_file_free(&f);
-            return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
-        }
+        if (!grown)
+            goto nomem;
         memcpy(grown + f.len, note, (size_t)nl + 1);
         f.data = grown;
         f.len += (size_t)nl;
@@ -116,37 +152,39 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
     /* Relevant or not, as the rest of its text may say. */
     if (hold && fresh_incomplete(&m)) {
         ac_file_free(&f);
+        free(m.decode_error);
         return 1;
     }
     m.text = ac_text_from_file(f.data, f.len, &m.text_len);
+    if (!m.text || ac_fm_parse(m.text, m.text_len, &m.fm) == -1)
+        goto nomem;
+    if (m.decode_error && drop_unreadable_fm(f.data, bad, &m) == -1)
+        goto nomem;
     ac_file_free(&f);
-    if (!m.text || ac_fm_parse(m.text, m.text_len, &m.fm) == -1) {
-        free(m.text);
-        return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
-    }
     if (!all && !ac_fm_is_relevant(&m.fm, agent, strlen(agent))) {
         ac_fm_free(&m.fm);
         free(m.text);
+        free(m.decode_error);
         return 0;
     }
     m.name = strdup(e->name);
-    if (!m.name) {
-        ac_fm_free(&m.fm);
-        free(m.text);
-        return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
-    }
+    if (!m.name)
+        goto nomem;
     {
         struct ac_inmsg *nv = realloc(in->v, (in->n + 1) * sizeof *nv);
-        if (!nv) {
-            ac_fm_free(&m.fm);
-            free(m.text);
-            free(m.name);
-            return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
-        }
+        if (!nv)
+            goto nomem;
         in->v = nv;
         in->v[in->n++] = m;
     }
     return 0;
+nomem:
+    ac_file_free(&f);
+    ac_fm_free(&m.fm);
+    free(m.text);
+    free(m.decode_error);
+    free(m.name);
+    return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
 }
 
 /* Load l->v[from..]. With `hold`, stop at the first fresh incomplete file:
@@ -171,6 +209,7 @@ static int load_range(struct ac_chan *ch, const struct ac_listing *l, size_t fro
                 ac_fm_free(&in->v[in->n].fm);
                 free(in->v[in->n].text);
                 free(in->v[in->n].name);
+                free(in->v[in->n].decode_error);
             }
             in->max_seq = seq - 1;
             in->held = 1;

@@ -1,6 +1,7 @@
 /* utf8.c - strict UTF-8 decoding; see include/agentchat/utf8.h. */
 #include "agentchat/utf8.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,4 +150,84 @@ char *ac_text_from_file(const char *s, size_t len, size_t *outlen)
     out[o] = '\0';
     *outlen = o;
     return out;
+}
+
+int ac_utf8_py_error(const char *s, size_t len, int more, size_t *pos,
+                     char *buf, size_t bufsize)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, span;
+    const char *why;
+
+    while (i < len) {
+        uint32_t cp;
+        size_t n = p[i] < 0x80 ? 1 : ac_utf8_decode(p + i, len - i, &cp);
+        if (n == 0)
+            break;
+        i += n;
+    }
+    if (i == len)
+        return 0;
+    /* The ill-formed part is the maximal subpart (what one U+FFFD would
+     * replace): a bad lead byte alone, else the lead byte and the
+     * continuation bytes that fitted, either cut by the end of the data
+     * or followed by a byte that cannot continue it. */
+    span = maximal_subpart(p + i, len - i);
+    if (!(p[i] >= 0xC2 && p[i] <= 0xF4)) {
+        why = "invalid start byte";
+    } else if (i + span == len) {
+        if (more)
+            return 0;
+        why = "unexpected end of data";
+    } else {
+        why = "invalid continuation byte";
+    }
+    if (pos)
+        *pos = i;
+    if (buf && bufsize) {
+        if (span == 1)
+            snprintf(buf, bufsize, "'utf-8' codec can't decode byte 0x%02x in position %zu: %s",
+                     p[i], i, why);
+        else
+            snprintf(buf, bufsize, "'utf-8' codec can't decode bytes in position %zu-%zu: %s",
+                     i, i + span - 1, why);
+    }
+    return 1;
+}
+
+int ac_utf8_py_escape_error(const char *s, size_t len, char *buf, size_t bufsize)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, chars = 0, start, run = 0;
+
+    while (i < len) {
+        uint32_t cp;
+        size_t n = p[i] < 0x80 ? 1 : ac_utf8_decode(p + i, len - i, &cp);
+        if (n == 0)
+            break;
+        i += n;
+        chars++;
+    }
+    if (i == len)
+        return 0;
+    /* Every byte of each adjacent ill-formed subpart is one surrogate. */
+    start = i;
+    while (i < len) {
+        uint32_t cp;
+        size_t n;
+        if (p[i] < 0x80 || ac_utf8_decode(p + i, len - i, &cp) != 0)
+            break;
+        n = maximal_subpart(p + i, len - i);
+        i += n;
+        run += n;
+    }
+    if (buf && bufsize) {
+        if (run == 1)
+            snprintf(buf, bufsize, "'utf-8' codec can't encode character '\\u%04x' in position %zu: "
+                     "surrogates not allowed", 0xDC00u + p[start], chars);
+        else
+            snprintf(buf, bufsize, "'utf-8' codec can't encode characters in position %zu-%zu: "
+                     "surrogates not allowed", chars, chars + run - 1);
+    }
+    return 1;
 }

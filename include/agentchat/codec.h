@@ -12,8 +12,9 @@
 /* Encode `len` bytes. Returns a malloc'ed NUL-terminated string or NULL. */
 char *ac_b64_encode(const void *data, size_t len);
 
-/* Decode strictly (alphabet A-Z a-z 0-9 + /, length a multiple of 4,
- * padding only at the end). Returns a malloc'ed buffer (NUL-terminated,
+/* Decode strictly, as Python's base64.b64decode(text, validate=True)
+ * (alphabet A-Z a-z 0-9 + /, length a multiple of 4, padding only at the
+ * end; one or two extra '=' after a complete last group are ignored). Returns a malloc'ed buffer (NUL-terminated,
  * length in *outlen) or NULL (errno EINVAL for bad input, ENOMEM). */
 char *ac_b64_decode(const char *text, size_t len, size_t *outlen);
 

@@ -62,9 +62,10 @@ int ac_fm_get(const struct ac_fm *fm, const char *key,
               const char **value, size_t *value_len);
 
 /* SPEC.md 4 relevance: a message is for `agent` when its `from` differs
- * and its `to` is a broadcast (missing, "", "all", "[]", "*") or lists the
- * agent (brackets stripped, split on ',', entries trimmed). Exact,
- * case-sensitive comparison. */
+ * and its `to` is a broadcast (missing, "", "all", "[]", "*", or a list
+ * with no name in it such as "," or "[ , ]") or lists the agent (brackets
+ * stripped, split on ',', entries trimmed). Exact, case-sensitive
+ * comparison. */
 int ac_fm_is_relevant(const struct ac_fm *fm, const char *agent, size_t agent_len);
 
 /* True when `to` is a broadcast form. */

@@ -27,17 +27,17 @@
  * taken as UTC) and *flags AC_ISOTIME_HAS_OFFSET when an offset was given. */
 int ac_isotime_parse(const char *s, size_t len, int64_t *epoch_us, int *flags);
 
-/* The latest instant a record may carry: 9999-12-31T00:00:00Z, a day short
- * of the end of year 9999 so that every local zone still prints a 4-digit
- * year (Python's datetime stops at 9999). A duration added to now must stay
- * at or below it (lease and lock durations). */
-#define AC_ISOTIME_MAX_US INT64_C(253402214400000000)
-
 /* Current wall clock in microseconds since 1970. */
 int64_t ac_isotime_now_us(void);
 
 /* isoformat() of an instant in the local zone: digits 0 (seconds) or 6
  * (microseconds, always printed, as timespec="microseconds"). */
 void ac_isotime_format(int64_t epoch_us, int digits, char out[48]);
+
+/* now + timedelta(seconds=seconds) as a lease or lock expiry (rounded to
+ * microseconds half to even, as timedelta does): 0 and *out, -1 when the
+ * duration is not a positive finite number, -2 when the expiry would pass
+ * the year 9999 (Python raises OverflowError there). */
+int ac_isotime_expiry(int64_t now_us, double seconds, int64_t *out);
 
 #endif

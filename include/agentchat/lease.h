@@ -24,7 +24,12 @@
  * verifies and removes it (published; applied whose audit message exists,
  * found by scanning every message file for "transaction_id": "<id>").
  * If the audit post itself fails, the mutation is rolled back in-process
- * (LEASE_AUDIT_FAILED, or LEASE_AUDIT_ROLLBACK_FAILED).
+ * (TASK_AUDIT_FAILED, the Python tool's code; LEASE_AUDIT_FAILED when a
+ * file of the change could not be written; LEASE_AUDIT_ROLLBACK_FAILED
+ * when the rollback fails too). The order of every check, and the journal
+ * variants recover-pending resolves (legacy version-1 markers without a
+ * transaction id or task_after included), are the Python tool's:
+ * docs/tasks.md.
  *
  * Every durable step is a fault point (lease.journal.*, lease.task.*,
  * lease.claim.*, lease.audit, ...) for the crash tests.
@@ -52,6 +57,20 @@ enum ac_lease_op {
  * record (new reference) in *out. */
 int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, const char *actor,
                    double seconds, const char *reason, json_t **out, struct ac_err *err);
+
+/* The lease rules of a task update (the Python tool's
+ * _assert_lease_update_allowed) for record `cur` changed by `actor`: the
+ * journal gate, every claim record, then, when the task is leased, an
+ * expired lease (LEASE_RECOVERY_REQUIRED), another holder
+ * (LEASE_OWNER_MISMATCH), and any owner flag or status change
+ * (LEASE_MUTATION_REQUIRED). */
+int ac_lease_update_gate(struct ac_board *b, const json_t *cur, const char *actor, int owner_given,
+                         const char *status, struct ac_err *err);
+
+/* A recovery reason: LEASE_INVALID_REASON "recovery reason must not be
+ * empty" (blank after str.strip()) or "... contains a forbidden control
+ * character" (CR or LF; tab and DEL are text). */
+int ac_lease_reason_check(const char *reason, struct ac_err *err);
 
 /* recover-pending; resolve is NULL, "rollback" or "published". */
 int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,

@@ -8,9 +8,10 @@
  *   ""                              path must be a non-empty string
  *   a control character (Cc)        path contains a forbidden control character
  *   '\\'                             backslashes are not valid portable separators
- *   leading '/', "//x", "C:/x", or ':' in the first segment
+ *   a leading '/' ("//x" too), or ':' as the second character ("C:/x",
+ *   "a:b": a drive to ntpath.splitdrive)
  *                                   absolute paths are not allowed
- *   ':' in a later segment          path names may not contain ':'
+ *   any other ':' ("ab:c", "src/a:b")  path names may not contain ':'
  *   a ".." segment                  parent traversal is not allowed
  * Then "." and empty segments collapse, a trailing '/' goes ("./a//b/" is
  * "a/b", "./." is "."), and symlinks are resolved component by component
@@ -36,6 +37,11 @@ const char *ac_relpath_problem(const char *path);
  * *is_dir tells whether it exists as a directory now. On failure returns -1
  * and *why is the message (a static string). */
 int ac_relpath_resolve(int chfd, const char *path, char *out, size_t outsz,
+                       int *is_dir, const char **why);
+
+/* The resolution step alone, for a path already checked by the caller's
+ * own lexical rules ('/' separated; control characters are just names). */
+int ac_relpath_realize(int chfd, const char *path, char *out, size_t outsz,
                        int *is_dir, const char **why);
 
 #endif

@@ -135,4 +135,10 @@ int ac_pyjson_is_nonfinite(const json_t *v);
 /* NAN, INFINITY or -INFINITY for a sentinel, 0.0 for anything else. */
 double ac_pyjson_nonfinite_value(const json_t *v);
 
+/* Python repr() of a decoded value, as the Python tool prints one in a
+ * message ("unknown task status: None", "[1, 'a']", "{'k': True}"; a
+ * sentinel as nan, inf or -inf; a str as ac_py_repr does). Cut when `out`
+ * (size outsz > 0) is full. Returns out. */
+char *ac_pyjson_repr(const json_t *v, char *out, size_t outsz);
+
 #endif

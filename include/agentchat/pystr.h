@@ -16,6 +16,10 @@
 /* Python str.isspace() for one code point. */
 int ac_py_isspace(uint32_t cp);
 
+/* Python str.isalnum() for one code point (letters and numbers of any
+ * script: categories L* and N*, plus the few numeric characters Python adds). */
+int ac_py_isalnum(uint32_t cp);
+
 /* Decimal value (0..9) of a code point for which str.isdecimal() is true,
  * or -1. */
 int ac_py_decimal(uint32_t cp);

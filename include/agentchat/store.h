@@ -138,6 +138,9 @@ struct ac_inmsg {
     int64_t mtime_sec;
     int incomplete;           /* empty or not newline-terminated */
     uint64_t truncated;       /* file size when only a prefix is shown, else 0 */
+    char *decode_error;       /* not UTF-8: Python's read_text() error, else NULL;
+                                 fm is then empty when Python's reader of the
+                                 frontmatter meets the bad bytes too */
 };
 
 struct ac_skip {

@@ -29,4 +29,25 @@ size_t ac_utf8_encode(uint32_t cp, char *out);
  * malloc'ed NUL-terminated string (length in *outlen) or NULL (ENOMEM). */
 char *ac_text_from_file(const char *s, size_t len, size_t *outlen);
 
+/* Where the bytes s[0..len) stop being UTF-8, as Python's strict decoder
+ * reports it: returns 0 when they are valid, else 1 with the offset of the
+ * first ill-formed sequence in *pos (may be NULL) and, when buf is not
+ * NULL, the text of Python's UnicodeDecodeError written to buf (cut to
+ * bufsize), e.g. "'utf-8' codec can't decode byte 0xff in position 12:
+ * invalid start byte", "... bytes in position 3-4: invalid continuation
+ * byte", "... unexpected end of data". With `more` set the buffer is only
+ * a prefix of the data: a sequence cut by its end is not an error. */
+int ac_utf8_py_error(const char *s, size_t len, int more, size_t *pos,
+                     char *buf, size_t bufsize);
+
+/* The same bytes as Python reads them with errors="surrogateescape" (its
+ * standard input and argv: each byte of an ill-formed sequence becomes one
+ * lone surrogate U+DC80..U+DCFF), then encodes them back to strict UTF-8:
+ * returns 0 when they are valid, else 1 and writes that UnicodeEncodeError
+ * text to buf, e.g. "'utf-8' codec can't encode character '\udcff' in
+ * position 4: surrogates not allowed" or "... characters in position 4-5:
+ * ...", positions counted in characters and the first run of adjacent
+ * escaped bytes reported whole. */
+int ac_utf8_py_escape_error(const char *s, size_t len, char *buf, size_t bufsize);
+
 #endif

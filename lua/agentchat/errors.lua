@@ -18,6 +18,7 @@ M.plain = {
   CLAIM_INVALID_NAME = true,
   BODY_EMPTY = true,
   BODY_FILE_UNREADABLE = true,
+  BODY_STDIN_UNREADABLE = true,
   INTERRUPTED = true,
 }
 

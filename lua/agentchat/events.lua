@@ -17,7 +17,7 @@ local M = {}
 M.PRIMITIVES = { "messages", "cursors", "wait", "tasks", "dependencies", "leases",
                  "path_locks", "state_summary" }
 M.STATUSES = { "ready", "busy", "idle", "blocked", "stopped" }
-M.REQUIRED = { "schema_version", "event", "agent", "harness", "ts" }
+M.REQUIRED = { "schema_version", "event", "agent", "harness", "ts" }  -- the schema's order
 
 local KNOWN_PRIMITIVE, KNOWN_STATUS = {}, {}
 for _, p in ipairs(M.PRIMITIVES) do
@@ -57,100 +57,129 @@ local function has_control(s)
   return s:find("[%z\1-\31\127]") ~= nil or s:find("\xc2[\x80-\x9f]") ~= nil
 end
 
--- agent / harness: no control characters, and the channel-name safety check.
+-- Text the event stores (agent, harness, detail): a string with no control
+-- character and valid UTF-8 (a lone surrogate from a JSON escape is not).
+local function clean_text(v)
+  return type(v) == "string" and not has_control(v) and sys.utf8_valid(v)
+end
+
+-- agent / harness: non-empty clean text that also passes the two core rules
+-- of a safe name (SPEC.md 3.10). Only those two: the name never becomes a
+-- path (the message file uses its slug), so the file-system limits on
+-- channel names (length) do not apply.
 local function check_name(value, what)
-  if type(value) ~= "string" or value == "" or has_control(value) or not sys.utf8_valid(value) then
+  if not clean_text(value) or value == "" then
     return fail("EVENT_INVALID_TEXT", what .. " is invalid")
   end
-  local ok, msg = store.check_name(value)
-  if not ok then
-    local why = msg:match("^invalid channel name (%(.-%)): ")
-    if why then
-      return fail("EVENT_INVALID_TEXT", "invalid " .. what .. " name " .. why .. ": '" .. value .. "'")
-    end
-    return fail("EVENT_INVALID_TEXT", what .. " is invalid")
+  local why
+  if value == "." or value == ".." or value:find("[/\\:]") then
+    why = "path traversal blocked"
+  elseif value:find("^[._]") then
+    why = "reserved prefix blocked"
+  end
+  if why then
+    return fail("EVENT_INVALID_TEXT", "invalid " .. what .. " name (" .. why .. "): '" .. value .. "'")
   end
   return true
 end
 
---- Validate a decoded event object (SPEC.md 3.10).
+-- ts: a string Python's fromisoformat reads (a trailing Z or z taken as
+-- +00:00), with an offset.
+local function check_ts(ts)
+  if type(ts) ~= "string" then
+    return fail("EVENT_INVALID_TIMESTAMP", "ts must be a string")
+  end
+  if ts:find("[Zz]$") then
+    ts = ts:sub(1, -2) .. "+00:00"
+  end
+  local has = sys.iso_has_offset(ts)
+  if has == nil then
+    return fail("EVENT_INVALID_TIMESTAMP", "ts must be ISO-8601")
+  elseif not has then
+    return fail("EVENT_INVALID_TIMESTAMP", "ts must include an offset")
+  end
+  return true
+end
+
+local function check_primitives(prims)
+  if type(prims) ~= "table" or not json.is_array(prims) or #prims == 0 then
+    return fail("EVENT_INVALID_PRIMITIVES", "primitives must be strings")
+  end
+  for _, p in ipairs(prims) do
+    if type(p) ~= "string" then
+      return fail("EVENT_INVALID_PRIMITIVES", "primitives must be strings")
+    end
+  end
+  -- Duplicates are reported before unknown names.
+  local seen = {}
+  for _, p in ipairs(prims) do
+    if seen[p] then
+      return fail("EVENT_DUPLICATE_PRIMITIVE", "primitives must be unique")
+    end
+    seen[p] = true
+  end
+  for _, p in ipairs(prims) do
+    if not KNOWN_PRIMITIVE[p] then
+      return fail("EVENT_UNKNOWN_PRIMITIVE", p)
+    end
+  end
+  return true
+end
+
+-- schema_version equals the number 1 (1.0 too, as Python compares), never
+-- a boolean.
+local function is_version_1(v)
+  return type(v) == "number" and v == 1
+end
+
+--- Validate a decoded event object (SPEC.md 3.10). The checks run in the
+--- Python tool's order, so the first problem reported is the same: object,
+--- schema_version, event type, unknown fields (all of them, sorted, joined
+--- by ", "), agent, harness, ts, then the type's own fields.
 function M.validate(obj)
   if type(obj) ~= "table" or json.is_array(obj) then
     return fail("EVENT_INVALID_RECORD", "event must be an object")
   end
-  local keys = {}
-  for k in pairs(obj) do
-    keys[#keys + 1] = k
-  end
-  table.sort(keys)
-  for _, k in ipairs(keys) do
-    if not ALLOWED[k] then
-      return fail("EVENT_UNKNOWN_FIELD", k)
-    end
-  end
-  for _, k in ipairs(M.REQUIRED) do
-    if obj[k] == nil then
-      return fail("EVENT_REQUIRED_FIELD_MISSING", k)
-    end
-  end
-  if math.type(obj.schema_version) ~= "integer" or obj.schema_version ~= 1 then
+  if not is_version_1(obj.schema_version) then
     return fail("EVENT_UNSUPPORTED_VERSION", "schema_version must be 1")
   end
   if obj.event ~= "capability" and obj.event ~= "status" then
     return fail("EVENT_INVALID_TYPE", "event must be capability or status")
   end
-  for _, k in ipairs(keys) do
-    if ONLY_FOR[k] and ONLY_FOR[k] ~= obj.event then
-      return fail("EVENT_UNKNOWN_FIELD", k)
+  local unknown = {}
+  for k in pairs(obj) do
+    if not ALLOWED[k] or (ONLY_FOR[k] and ONLY_FOR[k] ~= obj.event) then
+      unknown[#unknown + 1] = tostring(k)
     end
   end
-  local ok, msg, code = check_name(obj.agent, "agent")
+  if #unknown > 0 then
+    table.sort(unknown)
+    return fail("EVENT_UNKNOWN_FIELD", table.concat(unknown, ", "))
+  end
+  for _, k in ipairs{ "agent", "harness" } do
+    if obj[k] == nil then
+      return fail("EVENT_REQUIRED_FIELD_MISSING", k)
+    end
+    local ok, msg, code = check_name(obj[k], k)
+    if not ok then
+      return nil, msg, code, EXIT
+    end
+  end
+  if obj.ts == nil then
+    return fail("EVENT_REQUIRED_FIELD_MISSING", "ts")
+  end
+  local ok, msg, code = check_ts(obj.ts)
   if not ok then
     return nil, msg, code, EXIT
-  end
-  ok, msg, code = check_name(obj.harness, "harness")
-  if not ok then
-    return nil, msg, code, EXIT
-  end
-  if type(obj.ts) ~= "string" then
-    return fail("EVENT_INVALID_TIMESTAMP", "ts must be a string")
-  end
-  if not sys.iso_has_offset(obj.ts) then
-    return fail("EVENT_INVALID_TIMESTAMP", "ts must include an offset")
   end
   if obj.event == "capability" then
-    local prims = obj.primitives
-    if prims == nil then
-      return fail("EVENT_REQUIRED_FIELD_MISSING", "primitives")
-    end
-    if type(prims) ~= "table" or not json.is_array(prims) then
-      return fail("EVENT_INVALID_PRIMITIVES", "primitives must be strings")
-    end
-    if #prims == 0 then
-      return fail("EVENT_INVALID_PRIMITIVES", "primitives must not be empty")
-    end
-    local seen = {}
-    for _, p in ipairs(prims) do
-      if type(p) ~= "string" then
-        return fail("EVENT_INVALID_PRIMITIVES", "primitives must be strings")
-      end
-      if not KNOWN_PRIMITIVE[p] then
-        return fail("EVENT_UNKNOWN_PRIMITIVE", p)
-      end
-    end
-    for _, p in ipairs(prims) do
-      if seen[p] then
-        return fail("EVENT_DUPLICATE_PRIMITIVE", "primitives must be unique")
-      end
-      seen[p] = true
-    end
-  else
-    if type(obj.status) ~= "string" or not KNOWN_STATUS[obj.status] then
-      return fail("EVENT_INVALID_STATUS", py_str(obj.status))
-    end
-    if obj.detail ~= nil and (type(obj.detail) ~= "string" or has_control(obj.detail)) then
-      return fail("EVENT_INVALID_TEXT", "detail is invalid")
-    end
+    return check_primitives(obj.primitives)
+  end
+  if type(obj.status) ~= "string" or not KNOWN_STATUS[obj.status] then
+    return fail("EVENT_INVALID_STATUS", py_str(obj.status))
+  end
+  if obj.detail ~= nil and not clean_text(obj.detail) then
+    return fail("EVENT_INVALID_TEXT", "detail is invalid")
   end
   return true
 end

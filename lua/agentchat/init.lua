@@ -89,11 +89,13 @@ function M.resolve_root(flag)
   return M.normalize_path(root)
 end
 
+-- A frontmatter field or a body: a UTF-8 string; NUL bytes only in the
+-- body (the Python tool writes them there; a field is one text line).
 local function check_text(value, what)
   if type(value) ~= "string" then
     error(what .. " must be a string", 3)
   end
-  if value:find("\0", 1, true) then
+  if what ~= "body" and value:find("\0", 1, true) then
     return fail("INVALID_TEXT", what .. " must not contain NUL bytes")
   end
   if not sys.utf8_valid(value) then

@@ -10,6 +10,7 @@
 -- so json.dumps(data) is the --json output. Failures return nil, message,
 -- code, exit (STATE_* exit 1).
 local json = require "agentchat.json"
+local py = require "agentchat.pycompat"
 local sys = require "agentchat.sys"
 
 local M = {}
@@ -24,56 +25,8 @@ M.LOCK_FIELDS = { "channel", "expires_at", "lock_id", "locked_at", "owner", "pre
 
 local OPEN_STATUS = { open = true, in_progress = true, blocked = true }
 
--- Audit and event messages are records of the tools, never classified.
-local TOOL_PREFIXES = { "task.", "lease.", "path.", "state.", "event." }
-
-local function is_tool_message(status)
-  for _, p in ipairs(TOOL_PREFIXES) do
-    if status:sub(1, #p) == p then
-      return true
-    end
-  end
-  return false
-end
-
 local function lower(s)
   return type(s) == "string" and s:lower() or ""
-end
-
--- What a message is marked as (SPEC.md 3.8): for each word (decision,
--- blocker, verification), frontmatter `type: <word>` or `status: <word>`
--- or a `<word>` key, a title starting with "<word>:" or "[<word>]" (any
--- case), or a Markdown heading "<word>" in the body.
-local WORDS = { "decision", "blocker", "verification" }
-
-local function marks(f, body)
-  local found = {}
-  local kind, status = lower(sys.strip(f.type or "")), lower(sys.strip(f.status or ""))
-  local title = lower(sys.strip(f.title or ""))
-  local prefix = title:match("^(%a+):") or title:match("^%[(%a+)%]")
-  for _, w in ipairs(WORDS) do
-    if kind == w or status == w or f[w] ~= nil or prefix == w then
-      found[w] = true
-    end
-  end
-  if body:find("#", 1, true) then
-    for line in body:gmatch("[^\n]+") do
-      local heading = line:match("^%s*#+%s*(%a+)%s*:?%s*$")
-      if heading then
-        found[heading:lower()] = true
-      end
-    end
-  end
-  return found
-end
-
--- The title as shown: "Decision: use C" -> "use C" ("[Decision] x" stays).
-local function shown_title(title, word)
-  title = sys.strip(title or "")
-  if title:sub(1, #word + 1):lower() == word .. ":" then
-    return sys.strip(title:sub(#word + 2))
-  end
-  return title
 end
 
 local function seq4(seq)
@@ -88,50 +41,199 @@ local function str_or_null(v)
   return v == nil and null or v
 end
 
+-- Python's truthiness of a JSON value.
+local function truthy(v)
+  return v ~= nil and v ~= null and v ~= false and v ~= "" and v ~= 0 and
+    not (type(v) == "table" and next(v) == nil)
+end
+
 -- ------------------------------------------------------------ messages
 
-local function classify_messages(messages, out)
+-- Does a Python \w match the code point at s[i]? ASCII letters, digits
+-- and "_", and (approximately) every non-ASCII letter or digit: Latin-1
+-- and general punctuation, symbols, arrows and emoji are not word
+-- characters.
+local function word_at(s, i)
+  local c = s:byte(i)
+  if not c then
+    return false
+  end
+  if c < 0x80 then
+    return s:sub(i, i):match("[%w_]") ~= nil
+  end
+  local cp = utf8.codepoint(s, i, i, true) or 0
+  if cp < 0xC0 then
+    return cp == 0xAA or cp == 0xB5 or cp == 0xBA or cp == 0xB2 or cp == 0xB3 or cp == 0xB9
+  end
+  if cp == 0xD7 or cp == 0xF7 or py.is_space(cp) then
+    return false
+  end
+  return not ((cp >= 0x2000 and cp <= 0x2BFF) or (cp >= 0x3000 and cp <= 0x303F) or
+    (cp >= 0xFE30 and cp <= 0xFE4F) or (cp >= 0x1F000 and cp <= 0x1FAFF))
+end
+
+-- Python's re.search(r"^#+\s*(WORD|...)\b", body, IGNORECASE | MULTILINE):
+-- at the start of a line, one or more "#", any whitespace (line breaks
+-- too), one of the words in any case, then no word character.
+local function heading_has(body, words)
+  local pos = 1
+  while pos <= #body do
+    local hashes = body:match("^#+", pos)
+    if hashes then
+      local i = pos + #hashes
+      -- \s*: Unicode whitespace, newlines included
+      while i <= #body do
+        local cp = utf8.codepoint(body, i, i, true)
+        if not cp or not py.is_space(cp) then
+          break
+        end
+        i = i + #utf8.char(cp)
+      end
+      for _, w in ipairs(words) do
+        if body:sub(i, i + #w - 1):lower() == w and not word_at(body, i + #w) then
+          return true
+        end
+      end
+    end
+    local nl = body:find("\n", pos, true)
+    if not nl then
+      break
+    end
+    pos = nl + 1
+  end
+  return false
+end
+
+-- The title without a leading "<word>:" (any case) and the whitespace
+-- after it, stripped; the title itself when nothing is left.
+local function shown_title(title, words)
+  local low = title:lower()
+  for _, w in ipairs(words) do
+    if low:sub(1, #w + 1) == w .. ":" then
+      local rest = title:sub(#w + 2)
+      rest = sys.strip(rest)
+      return rest ~= "" and rest or title
+    end
+  end
+  local t = sys.strip(title)
+  return t ~= "" and t or title
+end
+
+local function starts(low, prefixes)
+  for _, p in ipairs(prefixes) do
+    if low:sub(1, #p) == p then
+      return true
+    end
+  end
+  return false
+end
+
+local function set(list)
+  local t = {}
+  for _, v in ipairs(list) do
+    t[v] = true
+  end
+  return t
+end
+
+-- What marks a message as a decision, a blocker or verification evidence
+-- (the Python tool's heuristics): its frontmatter `type` or `status`
+-- (lower-cased) in a set, a frontmatter key present, a title prefix (any
+-- case), or a Markdown heading word in the body.
+local KINDS = {
+  decision = { types = set{ "decision" }, statuses = set{ "decision" }, keys = { "decision" },
+               prefixes = { "decision:", "[decision]" }, headings = { "decision" }, strip = { "decision" } },
+  blocker = { types = set{ "blocker", "blocked" }, statuses = set{ "blocker", "blocked" }, keys = { "blocker" },
+              prefixes = { "blocker:", "[blocker]" }, headings = { "blocker" }, strip = { "blocker" } },
+  verification = { types = set{ "verification", "evidence", "test" },
+                   statuses = set{ "verified", "verified-by", "verification" },
+                   keys = { "verification", "evidence" },
+                   prefixes = { "verification:", "evidence:", "[verification]" },
+                   headings = { "verification", "evidence" }, strip = { "verification", "evidence" } },
+}
+
+local function is_kind(k, f, kind, status, low_title, body)
+  if k.types[kind] or k.statuses[status] or starts(low_title, k.prefixes) then
+    return true
+  end
+  for _, key in ipairs(k.keys) do
+    if f[key] ~= nil then
+      return true
+    end
+  end
+  return heading_has(body, k.headings)
+end
+
+-- The body as the Python tool cuts it: the text after the second "---"
+-- anywhere in the file (else the whole text), stripped.
+local function cut_body(text)
+  local a = text:find("---", 1, true)
+  local b = a and text:find("---", a + 3, true)
+  return sys.strip(b and text:sub(b + 3) or text)
+end
+
+-- Audit and event messages are records of the tools, never classified.
+local TOOL_PREFIXES = { "task.", "lease.", "path.", "state.", "event." }
+
+local function is_tool_message(status)
+  for _, p in ipairs(TOOL_PREFIXES) do
+    if status:sub(1, #p) == p then
+      return true
+    end
+  end
+  return false
+end
+
+-- A file that is not UTF-8 is left out, or fails --strict. Returns true,
+-- or nil and the failure.
+local function classify_messages(messages, out, strict)
   for _, m in ipairs(messages) do
-    local f = m.fields
-    local status = f.status or ""
-    if not is_tool_message(status) then
-      local body = m.body
-      local details = sys.strip(body)
-      local author, time = f.from or "", f.ts or ""
-      local is = marks(f, body)
-      if is.decision then
+    if m.decode_error then
+      if strict then
+        return nil, "malformed message file " .. m.name .. ": " .. m.decode_error, "STATE_MALFORMED_SOURCE", EXIT
+      end
+    elseif not is_tool_message(m.fields.status or "") then
+      local f = m.fields
+      local body = cut_body(m.text)
+      local author = truthy(f.from) and f.from or "unknown"
+      local time = truthy(f.time) and f.time or f.ts or ""
+      local title = truthy(f.title) and f.title or m.name:gsub("%.md$", "")
+      local kind, status, low_title = lower(f.type), lower(f.status), title:lower()
+      if is_kind(KINDS.decision, f, kind, status, low_title, body) then
         out.decisions[#out.decisions + 1] = {
-          author = author, details = details, seq = m.seq, source = "message:" .. seq4(m.seq),
-          time = time, title = shown_title(f.title, "decision"),
+          author = author, details = body, seq = m.seq, source = "message:" .. seq4(m.seq),
+          time = time, title = shown_title(title, KINDS.decision.strip),
         }
       end
-      if status == "blocked" or is.blocker then
+      if is_kind(KINDS.blocker, f, kind, status, low_title, body) then
         out.blockers[#out.blockers + 1] = {
-          author = author, blocking_items = array(), details = details, kind = "message",
-          source_id = "#" .. seq4(m.seq), time = time, title = shown_title(f.title, "blocker"),
+          author = author, blocking_items = array(), details = body, kind = "message",
+          source_id = "#" .. seq4(m.seq), time = time, title = shown_title(title, KINDS.blocker.strip),
         }
       end
-      if status == "verified" or is.verification then
+      if is_kind(KINDS.verification, f, kind, status, low_title, body) then
         out.verification[#out.verification + 1] = {
-          acceptance = array(), author = author, evidence = details,
+          acceptance = array(), author = author, evidence = body,
           source_id = tostring(m.seq), source_type = "message", time = time,
-          title = shown_title(f.title, "verification"),
+          title = shown_title(title, KINDS.verification.strip),
         }
       end
     end
   end
+  return true
 end
 
--- Who completed each done task, and when: the last lease.completed or
--- task.updated audit message that left it done.
+-- Who completed each done task: the sender of the last lease.completed or
+-- task.updated audit message whose body says so.
 local function completions(messages)
   local by_task = {}
   for _, m in ipairs(messages) do
-    local status = m.fields.status
-    if status == "lease.completed" or status == "task.updated" then
-      local body = json.loads(m.body)
-      if type(body) == "table" and body.status == "done" and type(body.task_id) == "string" then
-        by_task[body.task_id] = { author = m.fields.from or "", time = m.fields.ts or "" }
+    local status = lower(m.fields.status)
+    if (status == "lease.completed" or status == "task.updated") and not m.decode_error then
+      local body = json.loads(cut_body(m.text))
+      if type(body) == "table" and body.event == status and body.status == "done"
+          and type(body.task_id) == "string" then
+        by_task[body.task_id] = truthy(m.fields.from) and m.fields.from or "unknown"
       end
     end
   end
@@ -149,17 +251,24 @@ local function full_task(rec)
   return rec
 end
 
+-- Python: `owner or created_by` (the first that is set and not empty).
+local function owner_or_creator(t)
+  if truthy(t.owner) then
+    return t.owner
+  end
+  return str_or_null(t.created_by)
+end
+
 local function task_blockers(t, by_id, out)
   local unfinished, shown = {}, {}
   for _, dep in ipairs(t.depends_on) do
     local d = by_id[dep]
-    local status = d and d.status or "missing"
-    if status ~= "done" then
+    if not (d and d.status == "done") then
       unfinished[#unfinished + 1] = dep
-      shown[#shown + 1] = dep .. " (status: " .. status .. ")"
+      shown[#shown + 1] = dep .. " (status: " .. (d and d.status or "unknown") .. ")"
     end
   end
-  local author, time = str_or_null(t.created_by), t.updated_at
+  local author, time = owner_or_creator(t), t.updated_at
   if #unfinished > 0 then
     out[#out + 1] = {
       author = author, blocking_items = array(unfinished),
@@ -193,20 +302,20 @@ local function gather_tasks(records, messages, out)
   end
   local done_by = completions(messages)
   for _, t in ipairs(records) do
+    -- Every task can block (its status, its unfinished dependencies).
+    task_blockers(t, by_id, out.blockers)
     if OPEN_STATUS[t.status] then
       out.open_tasks[#out.open_tasks + 1] = full_task(t)
-      task_blockers(t, by_id, out.blockers)
-      if t.owner ~= nil and t.owner ~= null then
+      if truthy(t.owner) then
         local ts = owner_entry(out.owners, t.owner).tasks
         ts[#ts + 1] = { id = t.id, lease_expires_at = str_or_null(t.lease_expires_at),
                         status = t.status, title = t.title }
       end
-    elseif t.status == "done" and #t.acceptance > 0 then
-      local who = done_by[t.id] or { author = t.owner or t.created_by, time = t.updated_at }
+    elseif t.status == "done" then
       out.verification[#out.verification + 1] = {
-        acceptance = t.acceptance, author = who.author,
+        acceptance = t.acceptance, author = done_by[t.id] or owner_or_creator(t),
         evidence = "Completed task criteria satisfied for " .. t.id .. ".",
-        source_id = t.id, source_type = "task", time = who.time,
+        source_id = t.id, source_type = "task", time = t.updated_at,
         title = "Task " .. t.id .. " completed: " .. t.title,
       }
     end
@@ -262,11 +371,69 @@ local function by_time(a, b)
   return a.source_id < b.source_id
 end
 
+-- table.sort keeping equal items in their order (Python's sort is stable).
+local function stable_sort(list, less)
+  local pos = {}
+  for i, v in ipairs(list) do
+    pos[v] = i
+  end
+  table.sort(list, function(a, b)
+    if less(a, b) then
+      return true
+    elseif less(b, a) then
+      return false
+    end
+    return pos[a] < pos[b]
+  end)
+end
+
+-- Topic, members and created_at from the raw _meta.json as the Python
+-- tool reads them for the state: anything unreadable counts as empty, or
+-- fails --strict (not JSON or not UTF-8: STATE_MALFORMED_SOURCE; not an
+-- object: STATE_INVALID_RECORD). Values are Python's str() of what is
+-- there; members are stripped, blank ones dropped.
+local function read_meta(ch, strict)
+  local out = { topic = "", members = {}, created_at = "" }
+  local bytes = ch:handle():meta()
+  if not bytes then
+    return out
+  end
+  local bad = sys.utf8_error(bytes)
+  local raw, err = nil, bad
+  if not bad then
+    raw, err = json.loads(bytes)
+  end
+  if err then
+    if strict then
+      return nil, "corrupted _meta.json: " .. err, "STATE_MALFORMED_SOURCE", EXIT
+    end
+    return out
+  end
+  if type(raw) ~= "table" or json.is_array(raw) then
+    if strict then
+      return nil, "_meta.json must be a JSON object", "STATE_INVALID_RECORD", EXIT
+    end
+    return out
+  end
+  out.topic = truthy(raw.topic) and py.str(raw.topic) or ""
+  out.created_at = truthy(raw.created_at) and py.str(raw.created_at) or ""
+  if type(raw.members) == "table" and json.is_array(raw.members) then
+    for _, m in ipairs(raw.members) do
+      local v = sys.strip(py.str(m))
+      if v ~= "" then
+        out.members[#out.members + 1] = v
+      end
+    end
+  end
+  return out
+end
+
 --- The state of channel `ch` (an agentchat.Channel). opts.strict: a
---- malformed task or lock record fails instead of being left out.
+--- malformed task or lock record, message file or _meta.json fails
+--- instead of being left out.
 function M.gather(ch, opts)
   opts = opts or {}
-  local meta, msg, code, exit = ch:meta()
+  local meta, msg, code, exit = read_meta(ch, opts.strict)
   if not meta then
     return nil, msg, code, exit
   end
@@ -281,18 +448,18 @@ function M.gather(ch, opts)
   if not records then
     return malformed("task", msg, code, exit)
   end
-  local members = {}
-  for i, m in ipairs(meta.members or {}) do
-    members[i] = m
-  end
-  table.sort(members)
+  table.sort(meta.members)
   local data = {
-    channel = ch.name, topic = meta.topic or "", members = array(members),
-    created_at = meta.created_at or "", last_seq = batch.cursor or 0,
+    channel = ch.name, topic = meta.topic, members = array(meta.members),
+    created_at = meta.created_at, last_seq = batch.cursor or 0,
     generated_at = sys.now_iso(6), decisions = array(), open_tasks = array(),
     blockers = array(), owners = {}, path_locks = array(), verification = array(),
   }
-  classify_messages(batch.messages, data)
+  local ok
+  ok, msg, code, exit = classify_messages(batch.messages, data, opts.strict)
+  if not ok then
+    return nil, msg, code, exit
+  end
   gather_tasks(records, batch.messages, data)
   local locks, pending
   locks, pending, code, exit = require("agentchat.pathlocks").list(h, {
@@ -301,8 +468,12 @@ function M.gather(ch, opts)
     return malformed("path-lock", pending, code, exit)
   end
   gather_locks(locks, pending, data)
-  table.sort(data.blockers, by_keys)
-  table.sort(data.verification, by_time)
+  stable_sort(data.blockers, by_keys)
+  stable_sort(data.verification, by_time)
+  for _, o in pairs(data.owners) do
+    table.sort(o.tasks, function(a, b) return a.id < b.id end)
+    table.sort(o.path_locks, function(a, b) return a.lock_id < b.lock_id end)
+  end
   return data
 end
 
@@ -337,7 +508,9 @@ function M.write(ch, data, text, opts)
     open_tasks_count = n.open_tasks, path_locks_count = n.locks,
   }, AUDIT_JSON)
   local res
-  res, msg, code, exit = ch:post{ from = opts.actor or "system", to = "all", title = "state.compacted",
+  -- An empty actor counts as none (Python: `actor or "system"`).
+  local from = (opts.actor ~= nil and opts.actor ~= "") and opts.actor or "system"
+  res, msg, code, exit = ch:post{ from = from, to = "all", title = "state.compacted",
                                   status = "state.compacted", body = body }
   if not res then
     return nil, msg, code, exit

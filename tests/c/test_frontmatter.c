@@ -137,7 +137,11 @@ static const struct rel_case rel_cases[] = {
     { "to: [all] is a name", "from: alice\nto: [all]\n", "bob", 0 },
     { "to: 'all, bob' for bob", "from: alice\nto: all, bob\n", "bob", 1 },
     { "to: 'all, bob' for carol", "from: alice\nto: all, bob\n", "carol", 0 },
-    { "to: '[ ]' names nobody", "from: alice\nto: [ ]\n", "bob", 0 },
+    /* a list that names nobody is a broadcast (Python: an empty to_list) */
+    { "to: '[ ]' names nobody: for everyone", "from: alice\nto: [ ]\n", "bob", 1 },
+    { "to: ',' names nobody: for everyone", "from: alice\nto: ,\n", "bob", 1 },
+    { "to: ' , [' names nobody: for everyone", "from: alice\nto: [ , ]]\n", "carol", 1 },
+    { "to: ',' is still not for its sender", "from: bob\nto: ,\n", "bob", 0 },
     { "to: 'bob,,dave'", "from: alice\nto: bob,,dave\n", "dave", 1 },
     { "to: ',bob'", "from: alice\nto: ,bob\n", "bob", 1 },
     { "to: '[[bob]]'", "from: alice\nto: [[bob]]\n", "bob", 1 },

@@ -651,8 +651,35 @@ static void test_fuzz(void)
     TAP_OK(values > 100 && errors > 1000, "fuzz: both outcomes are exercised");
 }
 
+/* repr() of decoded values, as the task store prints them in messages
+ * ("unknown task status: None"); expected texts from python3. */
+static void test_repr(void)
+{
+    static const struct { const char *json, *want; } cases[] = {
+        { "null", "None" }, { "true", "True" }, { "false", "False" }, { "5", "5" },
+        { "1.5", "1.5" }, { "1e400", "inf" }, { "-Infinity", "-inf" }, { "NaN", "nan" },
+        { "2e-05", "2e-05" }, { "\"a'b\"", "\"a'b\"" }, { "\"x\"", "'x'" },
+        { "[1, \"x\", null]", "[1, 'x', None]" }, { "{\"k\": [true, -0.0]}", "{'k': [True, -0.0]}" },
+        { "[]", "[]" }, { "{}", "{}" },
+    };
+    char out[128], small[8];
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *v = ac_pyjson_loads(cases[i].json, strlen(cases[i].json), 0, NULL, 0);
+        TAP_STR_EQ(ac_pyjson_repr(v, out, sizeof out), cases[i].want, "repr of %s", cases[i].json);
+        json_decref(v);
+    }
+    {
+        json_t *v = ac_pyjson_loads("[\"abcdefgh\"]", 12, 0, NULL, 0);
+        ac_pyjson_repr(v, small, sizeof small);
+        TAP_INT_EQ((long long)strlen(small), 7, "a full buffer cuts the repr and stays terminated");
+        json_decref(v);
+    }
+}
+
 int main(void)
 {
+    test_repr();
     test_error_table();
     test_ok_table();
     test_long_inputs();

@@ -276,9 +276,25 @@ static void test_int_parse_info_separators(void)
     }
 }
 
+/* str.isalnum(), the rule of task ids a lookup accepts; expected values
+ * from python3 (chr(c).isalnum()). */
+static void test_isalnum(void)
+{
+    static const struct { uint32_t cp; int want; } cases[] = {
+        { 'a', 1 }, { 'Z', 1 }, { '9', 1 }, { 0xFC, 1 }, { 0xDF, 1 }, { 0x663, 1 },
+        { 0xB2, 1 }, { 0xBD, 1 }, { 0x4E00, 1 }, { 0x2160, 1 }, { 0x1D7D8, 1 },
+        { '_', 0 }, { '.', 0 }, { '-', 0 }, { ' ', 0 }, { 0xAD, 0 }, { 0x7F, 0 },
+        { 0x2028, 0 }, { 0xD800, 0 }, { 0x10FFFF, 0 },
+    };
+    size_t i;
+    for (i = 0; i < COUNT(cases); i++)
+        TAP_INT_EQ(ac_py_isalnum(cases[i].cp), cases[i].want, "isalnum(U+%04X)", (unsigned)cases[i].cp);
+}
+
 int main(void)
 {
     test_isspace();
+    test_isalnum();
     test_decimal();
     test_strip();
     test_decimal_value();

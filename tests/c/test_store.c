@@ -687,12 +687,17 @@ static void test_inbox(void)
     ac_inbox_free(&in);
     unlink(chan_path("inbox", "9-huge.md"));
 
-    /* CRLF and invalid bytes are read as Python's read_text() view. */
-    t_write(chan_path("inbox", "10-crlf.md"), "---\r\nfrom: zed\r\nto: bob\r\n---\r\nbad \xff byte\r\n");
+    /* CRLF and invalid bytes are read as Python's read_text() view; the
+     * Python reader meets the bad byte before the end of its first 8 KiB,
+     * so the file has no frontmatter for it: no sender, for everyone. */
+    t_write(chan_path("inbox", "10-crlf.md"), "---\r\nfrom: zed\r\nto: carol\r\n---\r\nbad \xff byte\r\n");
     rc = ac_inbox_fetch(ch, "bob", 9, 0, &in, &err);
-    TAP_OK(rc == 0 && in.n == 1 && in.v[0].fm.present &&
-           strcmp(in.v[0].text, "---\nfrom: zed\nto: bob\n---\nbad \xef\xbf\xbd byte\n") == 0,
-           "a CRLF file with an invalid byte is normalised and relevant");
+    TAP_OK(rc == 0 && in.n == 1 && !in.v[0].fm.present && in.v[0].fm.body_off == 0 &&
+           strcmp(in.v[0].text, "---\nfrom: zed\nto: carol\n---\nbad \xef\xbf\xbd byte\n") == 0 &&
+           in.v[0].decode_error &&
+           strcmp(in.v[0].decode_error,
+                  "'utf-8' codec can't decode byte 0xff in position 36: invalid start byte") == 0,
+           "a CRLF file with an invalid byte is normalised, has no frontmatter and is relevant");
     ac_inbox_free(&in);
     st->ops->chan_close(ch);
 }

@@ -258,6 +258,100 @@ static void test_text_truncated(void)
     }
 }
 
+/* ac_utf8_py_error against str(UnicodeDecodeError) of Python 3.11's
+ * bytes.decode("utf-8"): the first ill-formed sequence, its reason, and
+ * "byte 0xNN in position P" for one byte or "bytes in position P-Q". */
+static void test_py_error(void)
+{
+    static const struct { const char *name; const char *in; size_t inlen; size_t pos;
+                          const char *want; } cases[] = {
+        { "FF after ASCII", S("ab\xff"), 2,
+          "'utf-8' codec can't decode byte 0xff in position 2: invalid start byte" },
+        { "lone continuation", S("\x80"), 0,
+          "'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte" },
+        { "overlong lead C0", S("\xc0\x80"), 0,
+          "'utf-8' codec can't decode byte 0xc0 in position 0: invalid start byte" },
+        { "2-byte, bad second", S("x\xc3("), 1,
+          "'utf-8' codec can't decode byte 0xc3 in position 1: invalid continuation byte" },
+        { "3-byte, bad third", S("\xe2\x82("), 0,
+          "'utf-8' codec can't decode bytes in position 0-1: invalid continuation byte" },
+        { "3-byte, bad second", S("\xe2(\xa1"), 0,
+          "'utf-8' codec can't decode byte 0xe2 in position 0: invalid continuation byte" },
+        { "overlong E0 80 80", S("\xe0\x80\x80"), 0,
+          "'utf-8' codec can't decode byte 0xe0 in position 0: invalid continuation byte" },
+        { "surrogate ED A0 80", S("\xed\xa0\x80"), 0,
+          "'utf-8' codec can't decode byte 0xed in position 0: invalid continuation byte" },
+        { "4-byte, bad fourth", S("\xf0\x9f\x98("), 0,
+          "'utf-8' codec can't decode bytes in position 0-2: invalid continuation byte" },
+        { "above U+10FFFF", S("\xf4\x90\x80\x80"), 0,
+          "'utf-8' codec can't decode byte 0xf4 in position 0: invalid continuation byte" },
+        { "cut 2-byte at the end", S("abc\xc3"), 3,
+          "'utf-8' codec can't decode byte 0xc3 in position 3: unexpected end of data" },
+        { "cut 3-byte at the end", S("abc\xe2\x82"), 3,
+          "'utf-8' codec can't decode bytes in position 3-4: unexpected end of data" },
+        { "cut 4-byte at the end", S("\xf0\x9f\x98"), 0,
+          "'utf-8' codec can't decode bytes in position 0-2: unexpected end of data" },
+        { "Latin-1 e-acute", S("caf\xe9 ok"), 3,
+          "'utf-8' codec can't decode byte 0xe9 in position 3: invalid continuation byte" },
+        { "FE after a good 2-byte", S("ok\xc3\xa9\xfe"), 4,
+          "'utf-8' codec can't decode byte 0xfe in position 4: invalid start byte" },
+    };
+    size_t i, pos;
+    char buf[160];
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pos = 999;
+        strcpy(buf, "?");
+        TAP_INT_EQ(ac_utf8_py_error(cases[i].in, cases[i].inlen, 0, &pos, buf, sizeof buf), 1,
+                   "ac_utf8_py_error: %s is an error", cases[i].name);
+        TAP_INT_EQ((int)pos, (int)cases[i].pos, "ac_utf8_py_error: %s position", cases[i].name);
+        TAP_STR_EQ(buf, cases[i].want, "ac_utf8_py_error: %s text", cases[i].name);
+    }
+    TAP_INT_EQ(ac_utf8_py_error(S("caf\xc3\xa9 \xf0\x9f\x98\x80"), 0, NULL, buf, sizeof buf), 0,
+               "ac_utf8_py_error: valid text is no error");
+    TAP_INT_EQ(ac_utf8_py_error(S("abc\xe2\x82"), 1, NULL, NULL, 0), 0,
+               "ac_utf8_py_error: a prefix cut inside a sequence is no error");
+    TAP_INT_EQ(ac_utf8_py_error(S("ab\xff\xe2\x82"), 1, &pos, NULL, 0), 1,
+               "ac_utf8_py_error: a prefix with a bad byte before its cut end is one");
+    TAP_INT_EQ((int)pos, 2, "ac_utf8_py_error: ... at that byte");
+    TAP_INT_EQ(ac_utf8_py_error(S("\xe0\x80"), 1, NULL, NULL, 0), 1,
+               "ac_utf8_py_error: a cut sequence that cannot continue is an error in a prefix too");
+    ac_utf8_py_error(S("x\xff"), 0, NULL, buf, 20);
+    TAP_INT_EQ((int)strlen(buf), 19, "ac_utf8_py_error: the text is cut to the buffer");
+}
+
+/* ac_utf8_py_escape_error against Python 3.11:
+ * b.decode("utf-8", "surrogateescape").encode("utf-8") and its
+ * UnicodeEncodeError (positions in characters, a run reported whole). */
+static void test_py_escape_error(void)
+{
+    static const struct { const char *name; const char *in; size_t inlen; const char *want; } cases[] = {
+        { "one bad byte", S("bad \xff utf8\n"),
+          "'utf-8' codec can't encode character '\\udcff' in position 4: surrogates not allowed" },
+        { "two adjacent bad bytes", S("bad \xff\xfe x"),
+          "'utf-8' codec can't encode characters in position 4-5: surrogates not allowed" },
+        { "after a 2-byte character", S("\xc3\xa9t\xe9"),
+          "'utf-8' codec can't encode character '\\udce9' in position 2: surrogates not allowed" },
+        { "cut sequence at the end", S("a\xe2\x82"),
+          "'utf-8' codec can't encode characters in position 1-2: surrogates not allowed" },
+        { "cut sequence then ASCII", S("\xe2\x82("),
+          "'utf-8' codec can't encode characters in position 0-1: surrogates not allowed" },
+        { "after a 4-byte character, a surrogate's bytes", S("\xf0\x9f\x98\x80 \xed\xa0\x80"),
+          "'utf-8' codec can't encode characters in position 2-4: surrogates not allowed" },
+        { "bad lead byte before a good character", S("x\xc3\xc3\xa9"),
+          "'utf-8' codec can't encode character '\\udcc3' in position 1: surrogates not allowed" },
+    };
+    size_t i;
+    char buf[160];
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        strcpy(buf, "?");
+        TAP_INT_EQ(ac_utf8_py_escape_error(cases[i].in, cases[i].inlen, buf, sizeof buf), 1,
+                   "ac_utf8_py_escape_error: %s is an error", cases[i].name);
+        TAP_STR_EQ(buf, cases[i].want, "ac_utf8_py_escape_error: %s text", cases[i].name);
+    }
+    TAP_INT_EQ(ac_utf8_py_escape_error(S("ok \xc3\xa9\0nul"), buf, sizeof buf), 0,
+               "ac_utf8_py_escape_error: valid text (NUL included) is no error");
+}
+
 int main(void)
 {
     test_decode_table();
@@ -267,5 +361,7 @@ int main(void)
     test_valid_buffers();
     test_text_from_file();
     test_text_truncated();
+    test_py_error();
+    test_py_escape_error();
     return tap_done();
 }

@@ -291,32 +291,53 @@ describe("hostile body input", function()
     assert.same({}, F.diff(before, F.snapshot(parent)))
   end)
 
-  it("refuses a --body-file with invalid UTF-8 in one line and changes nothing", function()
+  -- Python reads the file as strict UTF-8 text and prints its decode error.
+  it("refuses a --body-file with invalid UTF-8 with Python's decode error and changes nothing", function()
     local before = F.snapshot(parent)
-    local r = post({ "--body-file", "bad.md" })
-    expect_refused(r)
-    assert.truthy(r.stderr:find("bad.md", 1, true), F.describe(r))
+    expect_refused(post({ "--body-file", "bad.md" }),
+      "could not read body file: 'utf-8' codec can't decode byte 0xff in position 9: invalid start byte")
+    F.write(cwd .. "/cut.md", "ok \195\169 then cut \226\130")
+    expect_refused(post({ "--body-file", "cut.md" }),
+      "could not read body file: 'utf-8' codec can't decode bytes in position 15-16: unexpected end of data")
     assert.same({}, F.diff(before, F.snapshot(parent)))
   end)
 
-  it("refuses invalid UTF-8 from --body and stdin and changes nothing", function()
+  -- Python reads stdin with surrogateescape: the error is writing it out,
+  -- positions in characters, a run of bad bytes reported whole.
+  it("refuses invalid UTF-8 on stdin with Python's encode error, and on --body, and changes nothing", function()
     local before = F.snapshot(parent)
     expect_refused(post({ "--body", "x\255" }))
-    expect_refused(post({}, { stdin = "from stdin \254\n" }))
+    expect_refused(post({}, { stdin = "from stdin \254\n" }), "could not read body from stdin: 'utf-8' codec "
+      .. "can't encode character '\\udcfe' in position 11: surrogates not allowed")
+    expect_refused(post({}, { stdin = "caf\195\169 \255\254 x\n" }), "could not read body from stdin: 'utf-8' "
+      .. "codec can't encode characters in position 5-6: surrogates not allowed")
     assert.same({}, F.diff(before, F.snapshot(parent)))
   end)
 
-  it("either posts a body with NUL bytes whole or refuses it in one line", function()
-    local before = F.snapshot(parent)
+  -- The Python tool writes NUL bytes of a body as they are.
+  it("posts a body with NUL bytes whole, from a file or stdin", function()
     local r = post({ "--body-file", "nul.md" })
-    if r.code == 0 then
-      local file = r.stdout:match("^posted #2 %-> c/(%S+)\n$")
-      assert.truthy(file, F.describe(r))
-      assert.truthy(F.read(root .. "/c/" .. file):find("before\0after\n", 1, true))
-    else
-      expect_refused(r)
-      assert.same({}, F.diff(before, F.snapshot(parent)))
-    end
+    assert.equal(0, r.code, F.describe(r))
+    local file = r.stdout:match("^posted #2 %-> c/(%S+)\n$")
+    assert.truthy(file, F.describe(r))
+    assert.truthy(F.read(root .. "/c/" .. file):find("---\nbefore\0after\n$"), F.describe(r))
+    r = post({}, { stdin = "\0nul first\n" })
+    assert.equal(0, r.code, F.describe(r))
+    file = r.stdout:match("^posted #3 %-> c/(%S+)\n$")
+    assert.truthy(F.read(root .. "/c/" .. file):find("---\n\0nul first\n$"), F.describe(r))
+  end)
+
+  -- A body file is text read with universal newlines; stdin is not.
+  it("reads --body-file with universal newlines and keeps stdin's CR", function()
+    F.write(cwd .. "/crlf.md", "one\r\ntwo\rthree\r\n\r\n")
+    local r = post({ "--body-file", "crlf.md" })
+    assert.equal(0, r.code, F.describe(r))
+    local file = r.stdout:match("^posted #2 %-> c/(%S+)\n$")
+    assert.truthy(F.read(root .. "/c/" .. file):find("---\none\ntwo\nthree\n$"), F.describe(r))
+    r = post({}, { stdin = "one\r\ntwo\n" })
+    assert.equal(0, r.code, F.describe(r))
+    file = r.stdout:match("^posted #3 %-> c/(%S+)\n$")
+    assert.truthy(F.read(root .. "/c/" .. file):find("---\none\r\ntwo\n$"), F.describe(r))
   end)
 end)
 
@@ -532,4 +553,134 @@ describe("hostile arguments in usage errors", function()
       assert.equal(case[2], r.stderr)
     end)
   end
+end)
+
+-- A message file that is not UTF-8 (the Python tool reads files as strict
+-- UTF-8 text): read, wait and peek print a one-line notice with Python's
+-- decode error in place of the text, and every reader sees no frontmatter
+-- (no sender, no recipient: a broadcast) whenever the bad bytes lie in the
+-- 8 KiB chunks Python decodes before the closing fence.
+describe("message files that are not UTF-8", function()
+  local function fm(seq, from, to, title)
+    return "---\nseq: " .. seq .. "\nfrom: " .. from .. "\nto: " .. to .. "\nchannel: c\n"
+      .. "ts: 2030-01-01T00:00:00+00:00\nstatus: discussion\ntitle: " .. title .. "\n---\n"
+  end
+
+  local function setup_channel()
+    local root, parent = F.new_root()
+    F.init(root, "c")
+    local chan = root .. "/c"
+    -- Each file's first bad sequence, and what Python says of it.
+    F.write(chan .. "/0001-mallory-ff.md", fm(1, "mallory", "carol", "ff") .. "bad \255\254 bytes\n")
+    F.write(chan .. "/0002-mallory-cut.md", fm(2, "mallory", "carol", "cut") .. "cut \226\130")
+    F.write(chan .. "/0003-mallory-latin1.md", "caf\233 without frontmatter\n")
+    F.write(chan .. "/0004-alice-fine.md", fm(4, "alice", "all", "fine") .. "fine body\n")
+    -- The frontmatter closes in the first 8 KiB; the bad byte is in the
+    -- third chunk, which Python never decodes to read the frontmatter.
+    F.write(chan .. "/0005-mallory-late.md", fm(5, "mallory", "carol", "late") .. string.rep("x", 20000)
+      .. "\255\n")
+    return root, parent, chan
+  end
+
+  local NOTICES = {
+    "(could not read message 0001-mallory-ff.md: 'utf-8' codec can't decode byte 0xff in position 113: "
+      .. "invalid start byte)",
+    "(could not read message 0002-mallory-cut.md: 'utf-8' codec can't decode bytes in position 114-115: "
+      .. "unexpected end of data)",
+    "(could not read message 0003-mallory-latin1.md: 'utf-8' codec can't decode byte 0xe9 in position 3: "
+      .. "invalid continuation byte)",
+    "(could not read message 0005-mallory-late.md: 'utf-8' codec can't decode byte 0xff in position 20111: "
+      .. "invalid start byte)",
+  }
+  local RULE = string.rep("=", 70)
+
+  it("read and peek print Python's one-line notice in place of the text", function()
+    local root, parent = setup_channel()
+    local before = F.snapshot(parent)
+    local r = ac({ "--root", root, "peek", "c", "-n", "4" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal(RULE .. "\n" .. NOTICES[2] .. "\n\n" .. RULE .. "\n" .. NOTICES[3] .. "\n\n" .. RULE .. "\n"
+      .. fm(4, "alice", "all", "fine") .. "fine body\n\n" .. RULE .. "\n" .. NOTICES[4] .. "\n\n", r.stdout)
+    assert.equal("", r.stderr)
+    assert.same({}, F.diff(before, F.snapshot(parent)))
+    -- bob sees the three unreadable ones (broadcasts without a sender) and
+    -- alice's; the late one keeps its frontmatter: it is for carol.
+    r = ac({ "--root", root, "read", "c", "--as", "bob" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal(RULE .. "\n" .. NOTICES[1] .. "\n\n" .. RULE .. "\n" .. NOTICES[2] .. "\n\n" .. RULE .. "\n"
+      .. NOTICES[3] .. "\n\n" .. RULE .. "\n" .. fm(4, "alice", "all", "fine") .. "fine body\n\n", r.stdout)
+    assert.equal("5", F.read(root .. "/c/.cursors/bob.txt"))
+  end)
+
+  it("counts such a message for its own would-be sender, and keeps a frontmatter read before the bad chunk",
+    function()
+    local root = setup_channel()
+    -- mallory is no sender of 1-3 for the Python tool; 5 is hers.
+    local r = ac({ "--root", root, "read", "c", "--as", "mallory", "--peek" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal(4, select(2, r.stdout:gsub(RULE, "")), F.describe(r))
+    assert.falsy(r.stdout:find("0005", 1, true), F.describe(r))
+    r = F.run({ "hook", "prompt" }, { env = { AGENT_CHAT_ROOT = root, AGENT_CHAT_NAME = "mallory" } })
+    assert.equal("[agent-chat] mallory has unread peer messages: #c (4). Run /agent-chat to read/reply.\n",
+      r.stdout)
+    -- carol gets the late one too, shown as a notice (the whole file is read).
+    r = ac({ "--root", root, "read", "c", "--as", "carol", "--peek" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.truthy(r.stdout:find(NOTICES[4] .. "\n", 1, true), F.describe(r))
+  end)
+
+  it("a bad byte in the first chunk hides even a frontmatter that closed before it", function()
+    local root = F.new_root()
+    F.init(root, "c")
+    F.write(root .. "/c/0001-mallory-near.md", fm(1, "mallory", "carol", "near") .. string.rep("x", 7000)
+      .. "\255\n")
+    local r = ac({ "--root", root, "read", "c", "--as", "bob", "--peek" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.truthy(r.stdout:find("could not read message 0001-mallory-near.md", 1, true), F.describe(r))
+    r = ac({ "--root", root, "channels" })
+    assert.truthy(r.stdout:find("last: #1 ?: \n", 1, true), F.describe(r))
+  end)
+end)
+
+-- `to` as the Python tool reads it: "", "all", "[]", "*" are broadcasts;
+-- anything else is to.strip("[]") split on ",", entries stripped, blanks
+-- dropped, and a list left empty is a broadcast too.
+describe("hand-made recipients", function()
+  -- { to value, is it for bob, is it for carol }
+  local CASES = {
+    { ",", true, true },
+    { " , , ", true, true },
+    { "[ , ]", true, true },
+    { "[[]]", true, true },
+    { "[", true, true },
+    { "[bob]", true, false },
+    { "[[bob]]", true, false },
+    { "[ bob , ]", true, false },
+    { "all,bob", true, false },
+    { "*,carol", false, true },
+    { "Bob", false, false },
+    { "bob carol", false, false },
+  }
+  it("decide who a message is for, in read and in the hooks", function()
+    local root = F.new_root()
+    F.init(root, "c")
+    for i, case in ipairs(CASES) do
+      F.write(string.format("%s/c/%04d-x-m.md", root, i), "---\nseq: " .. i .. "\nfrom: x\nto: " .. case[1]
+        .. "\nchannel: c\nts: 2030-01-01T00:00:00+00:00\nstatus: discussion\ntitle: m" .. i .. "\n---\nbody\n")
+    end
+    for col, who in ipairs({ "bob", "carol" }) do
+      local want = {}
+      for i, case in ipairs(CASES) do
+        if case[col + 1] then
+          want[#want + 1] = i
+        end
+      end
+      local r = ac({ "--root", root, "read", "c", "--as", who, "--peek" })
+      assert.equal(0, r.code, F.describe(r))
+      assert.same(want, F.seqs(r.stdout), who)
+      r = F.run({ "hook", "prompt" }, { env = { AGENT_CHAT_ROOT = root, AGENT_CHAT_NAME = who } })
+      assert.equal("[agent-chat] " .. who .. " has unread peer messages: #c (" .. #want .. "). "
+        .. "Run /agent-chat to read/reply.\n", r.stdout)
+    end
+  end)
 end)

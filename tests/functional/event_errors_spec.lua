@@ -154,15 +154,15 @@ local READ_CASES = {
     "EVENT_UNKNOWN_FIELD: status" },
   { "detail on capability", "event.capability", capability_body{ detail = '""' }, "EVENT_UNKNOWN_FIELD: detail" },
   -- Required fields.
-  { "no schema_version", "event.status", status_body{ schema_version = false },
-    "EVENT_REQUIRED_FIELD_MISSING: schema_version" },
-  { "no event", "event.status", status_body{ event = false }, "EVENT_REQUIRED_FIELD_MISSING: event" },
+  -- (a missing schema_version or event fails their value checks, which
+  -- come first; a missing primitives list is "not strings")
+  { "no schema_version", "event.status", status_body{ schema_version = false }, VERSION },
+  { "no event", "event.status", status_body{ event = false }, BAD_TYPE },
   { "no agent", "event.status", status_body{ agent = false }, "EVENT_REQUIRED_FIELD_MISSING: agent" },
   { "no harness", "event.status", status_body{ harness = false }, "EVENT_REQUIRED_FIELD_MISSING: harness" },
   { "no ts", "event.status", status_body{ ts = false }, "EVENT_REQUIRED_FIELD_MISSING: ts" },
-  { "no primitives", "event.capability", capability_body{ primitives = false },
-    "EVENT_REQUIRED_FIELD_MISSING: primitives" },
-  { "empty object", "event.status", "{}", "EVENT_REQUIRED_FIELD_MISSING: schema_version" },
+  { "no primitives", "event.capability", capability_body{ primitives = false }, NOT_STRINGS },
+  { "empty object", "event.status", "{}", VERSION },
   -- Version: the integer 1, nothing else.
   { "version 2", "event.status", status_body{ schema_version = "2" }, VERSION },
   { "version 0", "event.status", status_body{ schema_version = "0" }, VERSION },
@@ -229,7 +229,9 @@ local READ_CASES = {
     "EVENT_INVALID_TIMESTAMP: ts must include an offset" },
   { "ts date only", "event.status", status_body{ ts = '"2030-01-01"' },
     "EVENT_INVALID_TIMESTAMP: ts must include an offset" },
-  { "ts not ISO", "event.status", status_body{ ts = '"yesterday"' }, "EVENT_INVALID_TIMESTAMP: *" },
+  { "ts not ISO", "event.status", status_body{ ts = '"yesterday"' }, "EVENT_INVALID_TIMESTAMP: ts must be ISO-8601" },
+  { "ts with a bad offset", "event.status", status_body{ ts = '"2030-01-01T00:00:00+25:00"' },
+    "EVENT_INVALID_TIMESTAMP: ts must be ISO-8601" },
   -- Status.
   { "status sleeping", "event.status", status_body{ status = '"sleeping"' }, "EVENT_INVALID_STATUS: sleeping" },
   { "status Busy", "event.status", status_body{ status = '"Busy"' }, "EVENT_INVALID_STATUS: Busy" },
@@ -251,7 +253,7 @@ local READ_CASES = {
     NOT_STRINGS },
   { "primitives nested", "event.capability", capability_body{ primitives = '[["wait"]]' },
     NOT_STRINGS },
-  { "primitives empty", "event.capability", capability_body{ primitives = "[]" }, "EVENT_INVALID_PRIMITIVES: *" },
+  { "primitives empty", "event.capability", capability_body{ primitives = "[]" }, NOT_STRINGS },
   { "primitive teleport", "event.capability", capability_body{ primitives = '["teleport"]' },
     "EVENT_UNKNOWN_PRIMITIVE: teleport" },
   { "primitive Wait", "event.capability", capability_body{ primitives = '["Wait"]' }, "EVENT_UNKNOWN_PRIMITIVE: Wait" },
@@ -266,6 +268,29 @@ local READ_CASES = {
     DUPLICATE },
   { "all eight and one again", "event.capability", capability_body{ primitives = ALL8:sub(1, -2) .. ',"leases"]' },
     DUPLICATE },
+  -- Several problems: the first in the order object, schema_version, event,
+  -- unknown fields (all of them, sorted), agent, harness, ts, the type's own
+  -- fields; within primitives: strings, duplicates, unknown names.
+  { "two unknown fields", "event.status", status_body{ zeta = "1", extra = "2" },
+    "EVENT_UNKNOWN_FIELD: extra, zeta" },
+  { "unknown fields, type-only ones too", "event.capability", capability_body{ status = '"busy"', Extra = "1",
+    detail = '""' }, "EVENT_UNKNOWN_FIELD: Extra, detail, status" },
+  { "version before everything", "event.status", '{"event":"nap","agent":"a/b","more":1}', VERSION },
+  { "type before unknown fields", "event.status", status_body{ event = '"nap"', extra = "1" }, BAD_TYPE },
+  { "unknown fields before agent", "event.status", status_body{ agent = '"a/b"', extra = "1" },
+    "EVENT_UNKNOWN_FIELD: extra" },
+  { "agent before harness", "event.status", status_body{ agent = false, harness = '"h:1"' },
+    "EVENT_REQUIRED_FIELD_MISSING: agent" },
+  { "harness before ts", "event.status", status_body{ harness = '"_h"', ts = false },
+    "EVENT_INVALID_TEXT: invalid harness name (reserved prefix blocked): '_h'" },
+  { "ts before status", "event.status", status_body{ ts = "5", status = '"nap"' },
+    "EVENT_INVALID_TIMESTAMP: ts must be a string" },
+  { "status before detail", "event.status", status_body{ status = '"nap"', detail = "5" },
+    "EVENT_INVALID_STATUS: nap" },
+  { "duplicate before unknown primitive", "event.capability",
+    capability_body{ primitives = '["teleport","wait","wait"]' }, DUPLICATE },
+  { "not strings before duplicates", "event.capability", capability_body{ primitives = '["wait","wait",1]' },
+    NOT_STRINGS },
   -- The frontmatter status decides what is an event; the body decides the
   -- type: a status body under event.capability is judged as a status event.
   { "status body under event.capability", "event.capability", status_body{ status = '"lost"' },
@@ -404,6 +429,9 @@ describe("event read ordering and selection", function()
       '  {"agent":"x","event":"capability","harness":"h","primitives":["state_summary","messages"],'
       .. '"schema_version":1,"ts":"20300101T000000+0530"}  '))
     F.write(dir .. "/0003-x-event-status.md", message(3, "event.status", status_body{ detail = '""' }))
+    -- schema_version 1.0 equals 1; a lower-case z is UTC too.
+    F.write(dir .. "/0004-x-event-status.md", message(4, "event.status",
+      status_body{ schema_version = "1.0", ts = '"2030-01-01T00:00:00z"' }))
     local r = ac(root, "event", "read", CH)
     assert.equal(0, r.code, F.describe(r))
     assert.equal("", r.stderr)
@@ -414,6 +442,8 @@ describe("event read ordering and selection", function()
         .. '"schema_version": 1, "ts": "20300101T000000+0530"}',
       '{"agent": "x", "detail": "", "event": "status", "harness": "h", "schema_version": 1, "status": "busy", '
         .. '"ts": "2030-01-01T00:00:00+00:00"}',
+      '{"agent": "x", "event": "status", "harness": "h", "schema_version": 1.0, "status": "busy", '
+        .. '"ts": "2030-01-01T00:00:00z"}',
     }, "\n") .. "\n", r.stdout)
     r = ac(root, "event", "read", CH, "--type", "capability")
     assert.equal(0, r.code, F.describe(r))
@@ -532,8 +562,6 @@ describe("event post errors", function()
     for name, text in pairs(want) do
       for _, argv in ipairs({
         { "event", "post", name, "--from", "alice", "--type", "capability", "--harness", "h" },
-        -- The channel is checked before the event itself.
-        { "event", "post", name, "--from", "a/b", "--type", "status", "--harness", "h" },
         { "event", "read", name },
         { "event", "read", name, "--type", "status" },
       }) do
@@ -544,6 +572,39 @@ describe("event post errors", function()
       end
     end
     assert.same({}, F.diff(before, F.snapshot(parent)))
+  end)
+
+  it("checks the event before the channel: a bad event on a bad channel reports the event (exit 2)", function()
+    local root, parent = F.new_root()
+    F.init(root, CH)
+    local before = F.snapshot(parent)
+    for _, name in ipairs({ "nochan", "../x", "_x", ".hidden", "a:b" }) do
+      for _, case in ipairs({
+        { { "--from", "a/b", "--type", "status", "--harness", "h", "--status", "busy" }, TRAVERSAL:format("agent", "a/b") },
+        { { "--from", "alice", "--type", "status", "--harness", "h" }, "EVENT_INVALID_STATUS: None" },
+        { { "--from", "alice", "--type", "capability", "--harness", ".h" }, RESERVED:format("harness", ".h") },
+        { { "--from", "alice", "--type", "capability", "--harness", "h", "--primitives", "teleport,wait,wait" },
+          DUPLICATE },
+      }) do
+        local r = ac(root, "event", "post", name, table.unpack(case[1]))
+        assert.equal(2, r.code, F.describe(r))
+        assert.equal("", r.stdout, F.describe(r))
+        assert.equal("agent-chat: " .. case[2] .. "\n", r.stderr, F.describe(r))
+      end
+    end
+    assert.same({}, F.diff(before, F.snapshot(parent)))
+  end)
+
+  it("takes agent names of any length (only the two safe-name rules apply)", function()
+    local root = F.new_root()
+    F.init(root, CH)
+    local long = string.rep("a", 300)
+    local r = ac(root, "event", "post", CH, "--from", long, "--type", "status", "--harness", string.rep("h", 300),
+      "--status", "busy")
+    assert.equal(0, r.code, F.describe(r))
+    r = ac(root, "event", "read", CH)
+    assert.equal(0, r.code, F.describe(r))
+    assert.truthy(r.stdout:find('"agent": "' .. long .. '"', 1, true), F.describe(r))
   end)
 
   it("ignores --status and --detail for capability events", function()

@@ -261,12 +261,15 @@ describe("14.4 claim files of two tasks that map to one name", function()
     local before = F.read(dir .. "/tasks/t1.bob.json")
     local their_claim = t1_claim:gsub('"task_id": "t1"', '"task_id": "t1.bob"'):gsub('"owner": "bob.evil"',
       '"owner": "evil"')
+    local expires = json.loads(t1_claim).lease_expires_at
+    local after = before:gsub('"status": "open"', '"status": "in_progress"'):gsub('"owner": null', '"owner": "evil"')
+      :gsub('"lease_expires_at": null', '"lease_expires_at": "' .. expires .. '"')
     F.write(dir .. "/claims/.lease-transaction.json", json.dumps({
       version = 2, phase = "prepared", transaction_id = "7e34be68935c4fa491de3fe2bd60a3b9",
       task_id = "t1.bob", task_file = "tasks/t1.bob.json", event = "lease.claimed",
-      task_before = b64(before), task_after = b64(before:gsub('"status": "open"', '"status": "in_progress"')),
+      task_before = b64(before), task_after = b64(after),
       claim_changes = json.array{ { file = "t1.bob.evil.json", previous = json.null, next = b64(their_claim) } },
-      details = {},
+      details = { lease_expires_at = expires, lease_owner = "evil" },
     }, { indent = 2, sort_keys = true }) .. "\n")
     F.ok(root, { "task", "recover-pending", "dev", "--as", "ops" })
     assert.equal(t1_claim, F.read(dir .. "/claims/t1.bob.evil.json"))
@@ -296,7 +299,7 @@ describe("14.5 lease durations beyond year 9999", function()
       local before = F.snapshot(parent)
       local r = F.ac(root, argv)
       assert.equal(2, r.code, F.describe(r))
-      assert.equal("agent-chat: LEASE_INVALID_DURATION: lease duration is out of range\n", r.stderr)
+      assert.equal("agent-chat: LEASE_INVALID_DURATION: lease duration is outside the supported timestamp range\n", r.stderr)
       unchanged(parent, before)
       F.ok(root, { "task", "list", "dev" })
       assert.equal(0, F.ac(root, { "fsck", "dev" }).code)

@@ -29,6 +29,9 @@ describe("the summary bound", function()
   local function item(n)        -- "#<name> (1)" of exactly n characters
     return "#" .. string.rep("é", n - 5) .. " (1)"
   end
+  local function ucut(s, n)     -- the first n characters
+    return s:sub(1, utf8.offset(s, n + 1) - 1)
+  end
 
   it("keeps an item of exactly the bound whole, and cuts one character more", function()
     assert.are.equal(item(190), hooks.bounded({ item(190) }, 190))
@@ -47,10 +50,34 @@ describe("the summary bound", function()
     assert.are.equal(table.concat({ item(60), item(60) }, ", "), hooks.bounded({ item(60), item(60) }, 122))
   end)
 
-  it("says more were left out after a first item it had to cut", function()
-    local text = hooks.bounded({ item(200), item(10) }, 175)
-    assert.are.equal(", \u{2026}", text:sub(-5))
-    assert.are.equal(174 + 1 + 3, utf8.len(text))
+  it("shows only a first item it had to cut, however many follow", function()
+    for _, n in ipairs({ 1, 2, 5 }) do
+      local items = { item(200) }
+      for i = 2, n do
+        items[i] = item(10)
+      end
+      local text = hooks.bounded(items, 175)
+      assert.are.equal(ucut(item(200), 174) .. "\u{2026}", text)
+      assert.are.equal(175, utf8.len(text))
+    end
+  end)
+
+  it("cuts a long first channel in the printed line of each hook", function()
+    local root = F.new_root()
+    local long = string.rep("h", 190)
+    for _, name in ipairs({ long, "zz" }) do
+      F.init(root, name)
+      F.post(root, name, "alice", "hi", "x")
+    end
+    local function hook_line(kind)
+      return F.run({ "hook", kind }, { env = { AGENT_CHAT_ROOT = root, AGENT_CHAT_NAME = "bob" } }).stdout
+    end
+    local first = "#" .. long .. " (1)"           -- 195 characters
+    assert.are.equal("[agent-chat] bob has unread peer messages: " .. first:sub(1, 189) .. "\u{2026}. "
+      .. "Run /agent-chat to read/reply.\n", hook_line("prompt"))
+    local stop = json.loads(hook_line("stop")).systemMessage
+    assert.are.equal("[agent-chat] Your turn is ending with unread peer messages: " .. first:sub(1, 174)
+      .. "\u{2026}. Run /agent-chat to read/reply.", stop)
   end)
 end)
 
@@ -94,6 +121,23 @@ describe("hooks never fail and never write", function()
       AGENT_CHAT_NAME = " bob ", AGENT_CHAT_CHANNELS = " two ,, ../etc, .hidden, none,one,two, " }))
     assert.are.equal("[agent-chat] bob has unread peer messages: #two (2), #one (1), #two (2). "
       .. "Run /agent-chat to read/reply.\n", r.stdout)
+  end)
+
+  it("session-start says the identity is unset when the root has any channel, whatever AGENT_CHAT_CHANNELS lists",
+    function()
+    local NOTICE = "[agent-chat] Inbox hook disabled: identity is unset; set AGENT_CHAT_NAME.\n"
+    local root = busy_root()
+    for _, list in ipairs({ "", " , ", "_x", "../one", "nosuch", "one", "a/b, nosuch" }) do
+      local r = quiet_ok(hook(root, "session-start", { AGENT_CHAT_CHANNELS = list, AGENT_CHAT_NAME = "  " }))
+      assert.are.equal(NOTICE, r.stdout, "AGENT_CHAT_CHANNELS=" .. list)
+      for _, kind in ipairs({ "prompt", "stop" }) do
+        assert.are.equal("", quiet_ok(hook(root, kind, { AGENT_CHAT_CHANNELS = list })).stdout)
+      end
+    end
+    -- A root without channels (a folder without _meta.json is none) stays silent.
+    local empty = F.new_root()
+    assert(os.execute("mkdir -p " .. F.sh(empty .. "/nometa")))
+    assert.are.equal("", quiet_ok(hook(empty, "session-start", { AGENT_CHAT_CHANNELS = "nometa" })).stdout)
   end)
 
   it("ignore whatever the host sends on stdin", function()

@@ -95,8 +95,9 @@ describe("state of the golden channel", function()
         task_a = v
       end
     end
+    -- (its time is the task's updated_at, as the Python tool shows it)
     assert.are.equal("ivy", task_a.author)
-    assert.are.equal("2030-01-01T11:00:00+00:00", task_a.time)
+    assert.are.equal("2030-01-01T11:00:00.000000+00:00", task_a.time)
   end)
 
   it("renders identical bytes every time, and touches nothing without --write", function()
@@ -202,7 +203,7 @@ describe("state --template", function()
     assert.truthy(r.stdout:find("\ntask d [open] Later (blocked)\n", 1, true), r.stdout)
     assert.truthy(r.stdout:find("\nlock src,docs/guide.md by bob until 2099-01-01T00:00:00.000000+00:00\n",
       1, true), r.stdout)
-    assert.are.equal("4 decisions, 4 open tasks, 5 blockers, 3 verified", lines[#lines])
+    assert.are.equal("4 decisions, 4 open tasks, 5 blockers, 4 verified", lines[#lines])
     assert.are.equal(r.stdout, ok(ac(root, "state", "proj", "--template", EXAMPLE)).stdout)
   end)
 
@@ -242,5 +243,124 @@ describe("state --template", function()
     local root = fixture()
     fails(ac(root, "state", "proj", "--template", "/nonexistent/t.lua"), 1, "TEMPLATE_UNREADABLE",
       "cannot read template /nonexistent/t.lua: ")
+  end)
+end)
+
+-- The rules by which the Python tool reads messages and _meta.json for the
+-- state, each on a hand-made channel beyond the recorded cases.
+describe("state reads messages and _meta.json as the Python tool does", function()
+  local function chan(meta)
+    local root = F.new_root()
+    F.init(root, "s")
+    if meta then
+      F.write(root .. "/s/_meta.json", meta)
+    end
+    return root, root .. "/s"
+  end
+  local function msg(dir, name, fields, body)
+    local lines = { "---" }
+    for _, kv in ipairs(fields) do
+      lines[#lines + 1] = kv
+    end
+    lines[#lines + 1] = "---"
+    F.write(dir .. "/" .. name, table.concat(lines, "\n") .. "\n" .. body)
+  end
+  local function data(root, ...)
+    return json.loads(ok(ac(root, "state", "s", "--json", ...)).stdout)
+  end
+  local function ids(list, key)
+    local out = {}
+    for i, v in ipairs(list) do
+      out[i] = v[key or "source_id"]
+    end
+    return out
+  end
+
+  it("classifies by type, status, keys, title prefixes and '#' headings at a line start", function()
+    local root, dir = chan()
+    msg(dir, "0001-a-m.md", { "seq: 1", "from: a", "title: x" }, "# Decision: use C\n")
+    msg(dir, "0002-a-m.md", { "seq: 2", "from: a", "title: x" }, "##Decision\nno space needed\n")
+    msg(dir, "0003-a-m.md", { "seq: 3", "from: a", "title: x" }, "#\n\nDecision across lines\n")
+    msg(dir, "0004-a-m.md", { "seq: 4", "from: a", "title: x" }, "# Decisions are not one\n")
+    msg(dir, "0005-a-m.md", { "seq: 5", "from: a", "title: x" }, "text\n  # Decision indented is not\n")
+    msg(dir, "0006-a-m.md", { "seq: 6", "from: a", "title: x", "type: Blocked" }, "t\n")
+    msg(dir, "0007-a-m.md", { "seq: 7", "from: a", "title: x", "status: BLOCKER" }, "s\n")
+    msg(dir, "0008-a-m.md", { "seq: 8", "from: a", "title: x", "type: test" }, "t\n")
+    msg(dir, "0009-a-m.md", { "seq: 9", "from: a", "title: x", "status: verified-by" }, "s\n")
+    msg(dir, "0010-a-m.md", { "seq: 10", "from: a", "title: x", "evidence: yes" }, "k\n")
+    msg(dir, "0011-a-m.md", { "seq: 11", "from: a", "title: EVIDENCE:   bench" }, "p\n")
+    msg(dir, "0012-a-m.md", { "seq: 12", "from: a", "title: x" }, "text\n### evidence\n")
+    msg(dir, "0013-a-m.md", { "seq: 13", "from: a", "title: x", "status: task.updated", "decision: y" },
+      "# Decision\n")
+    local d = data(root)
+    assert.same({ 1, 2, 3 }, ids(d.decisions, "seq"))
+    assert.same({ "#0006", "#0007" }, ids(d.blockers))
+    assert.same({ "10", "11", "12", "8", "9" }, ids(d.verification))
+    assert.equal("bench", d.verification[2].title)
+  end)
+
+  it("gives a message without frontmatter the sender 'unknown', the file name as title and no time", function()
+    local root, dir = chan()
+    F.write(dir .. "/0001-hand.md", "## Blocker\nthe disk is full\n")
+    msg(dir, "0002-a-m.md", { "seq: 2", "from: ", "title: ", "time: noon", "ts: 2030", "status: blocked" }, "b\n")
+    local d = data(root)
+    assert.same({ "unknown", "0001-hand", "", "## Blocker\nthe disk is full" },
+      { d.blockers[1].author, d.blockers[1].title, d.blockers[1].time, d.blockers[1].details })
+    assert.same({ "unknown", "0002-a-m", "noon" }, { d.blockers[2].author, d.blockers[2].title, d.blockers[2].time })
+  end)
+
+  it("takes the body after the second '---' of the file, wherever it is", function()
+    local root, dir = chan()
+    msg(dir, "0001-a-m.md", { "seq: 1", "from: a", "title: Decision: a---b" }, "real body\n")
+    local d = data(root)
+    assert.equal("b\n---\nreal body", d.decisions[1].details)
+  end)
+
+  it("reads a _meta.json that is broken or odd as empty or as Python's str() of its values", function()
+    for _, case in ipairs({
+      { "not json", "", {} }, { "[1]", "", {} }, { '{"members": "alice"}', "", {} },
+      { '{"topic": 5, "members": [" b ", "", "  ", 3, null, "a"]}', "5", { "3", "None", "a", "b" } },
+      { '{"topic": "  ", "members": []}', "  ", {} },
+    }) do
+      local root = chan(case[1])
+      local d = data(root)
+      assert.equal(case[2], d.topic, case[1])
+      assert.same(case[3], d.members, case[1])
+    end
+    local root = chan('{"topic": "  ", "members": []}')
+    assert.truthy(ok(ac(root, "state", "s")).stdout:find("\n- **Topic**: \n", 1, true))
+  end)
+
+  it("fails --strict on a broken _meta.json or a message that is not UTF-8, and compacts without it", function()
+    local root, dir = chan("[1]")
+    fails(ac(root, "compact", "s", "--strict"), 1, "STATE_INVALID_RECORD", "_meta.json must be a JSON object")
+    F.write(dir .. "/_meta.json", "{oops")
+    fails(ac(root, "state", "s", "--strict"), 1, "STATE_MALFORMED_SOURCE",
+      "corrupted _meta.json: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")
+    F.write(dir .. "/_meta.json", "{}")
+    msg(dir, "0001-a-m.md", { "seq: 1", "from: a", "title: Decision: x" }, "caf\233\n")
+    fails(ac(root, "state", "s", "--strict"), 1, "STATE_MALFORMED_SOURCE", "malformed message file 0001-a-m.md: "
+      .. "'utf-8' codec can't decode byte 0xe9 in position 45: invalid continuation byte")
+    F.write(dir .. "/_meta.json", "not json")
+    local r = ok(ac(root, "compact", "s", "--from", ""))
+    assert.equal("compacted state for s -> s/state.md (open_tasks=0, locks=0, decisions=0)\n", r.stdout)
+    assert.truthy(F.read(dir .. "/0002-system-state-compacted.md"), "the audit message comes from system")
+  end)
+
+  it("prints JSON with ASCII escapes, an owner's task without lease without 'lease expires', evidence "
+    .. "without body without quote lines", function()
+    local root, dir = chan('{"topic": "caf\\u00e9", "members": []}')
+    ok(ac(root, "task", "create", "s", "t1", "--title", "Build", "--created-by", "alice"))
+    local rec = json.loads(F.read(dir .. "/tasks/t1.json"))
+    rec.owner = "bob"
+    F.write(dir .. "/tasks/t1.json", json.dumps(rec, { indent = 2 }))
+    msg(dir, "0009-a-m.md", { "seq: 9", "from: a", "title: Verification: empty", "ts: 2030-01-01T00:00:00+00:00" },
+      "   \n")
+    local r = ok(ac(root, "state", "s", "--json"))
+    assert.truthy(r.stdout:find('"topic": "caf\\u00e9"', 1, true), r.stdout)
+    r = ok(ac(root, "state", "s"))
+    assert.truthy(r.stdout:find("  - Task `t1` (**Build**, status: `open`)\n", 1, true), r.stdout)
+    local last = "(by `a` at `2030-01-01T00:00:00+00:00`):\n"
+    assert.equal(last, r.stdout:sub(-#last), r.stdout)
   end)
 end)

@@ -172,7 +172,7 @@ describe("ch:task_create and ch:task / ch:tasks", function()
     assert.equal("created_by must not be empty",
       fails("TASK_INVALID_CREATED_BY", 2, ch:task_create{ id = "t2", from = "", title = "T" }))
     assert.equal("title contains a forbidden control character",
-      fails("TASK_INVALID_TITLE", 2, ch:task_create{ id = "t2", from = "lead", title = "bell\7" }))
+      fails("TASK_INVALID_TITLE", 2, ch:task_create{ id = "t2", from = "lead", title = "two\nlines" }))
     assert.equal("task record does not exist: nope", fails("TASK_NOT_FOUND", 2, ch:task("nope")))
     assert.equal("unsafe task id: 'bad id'", fails("TASK_INVALID_ID", 2, ch:task("bad id")))
     fails("TASK_INVALID_ID", 2, ch:task("../t1"))

@@ -24,13 +24,15 @@ local function C()
 end
 
 --- The recipients of a `to` value as readers see them (SPEC.md 3.3): nil
---- for a broadcast (missing, "", "all", "[]", "*"), else the names.
+--- for a broadcast (missing, "", "all", "[]", "*", or a list with no name
+--- in it such as ","), else the names.
 local function recipients(to)
   to = sys.strip(to or "")
   if to == "" or to == "all" or to == "[]" or to == "*" then
     return nil
   end
-  return py.comma_list((to:gsub("^[%[%]]+", ""):gsub("[%[%]]+$", "")))
+  local names = py.comma_list((to:gsub("^[%[%]]+", ""):gsub("[%[%]]+$", "")))
+  return #names > 0 and names or nil
 end
 
 -- A seq argument: an integer (raises otherwise), at least 1.

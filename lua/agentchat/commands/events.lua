@@ -24,14 +24,19 @@ local function split_items(values)
 end
 
 local function cmd_post(args, ctx)
+  local spec = { agent = args.from, harness = args.harness, type = args.type, status = args.status,
+                 detail = args.detail, primitives = split_items(args.primitives) }
+  -- The event is checked before the channel name and the channel itself,
+  -- so a bad event on a bad channel reports the event (exit 2).
+  local obj, msg, code, exit = events.validate(events.build(spec))
+  if not obj then
+    return ctx.fail(msg, code, exit)
+  end
   local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
-  local obj, msg, code, exit = events.post(ch, {
-    agent = args.from, harness = args.harness, type = args.type, status = args.status,
-    detail = args.detail, primitives = split_items(args.primitives),
-  })
+  obj, msg, code, exit = events.post(ch, spec)
   if not obj then
     return ctx.fail(msg, code, exit)
   end

@@ -66,39 +66,39 @@ local function ucut(s, n)
 end
 
 --- Join items with ", " within `bound` characters (SPEC.md 4, Summary
---- bound): whole items while they fit, then ", …" when some were left out;
---- a first item longer than the bound is cut to bound - 1 characters + "…".
+--- bound): whole items while they fit, then ", …" when some were left out.
+--- A first item longer than the bound is cut to bound - 1 characters + "…"
+--- and stands alone: no ", …" follows it, however many items come after.
 function M.bounded(items, bound)
   local taken, len = {}, 0
   for _, item in ipairs(items) do
     local grown = len + (#taken > 0 and 2 or 0) + ulen(item)
     if grown > bound then
       if #taken == 0 then
-        taken[1] = ucut(item, bound - 1) .. ELLIPSIS
+        return ucut(item, bound - 1) .. ELLIPSIS
       end
+      taken[#taken + 1] = ELLIPSIS
       break
     end
     taken[#taken + 1] = item
     len = grown
   end
-  local text = table.concat(taken, ", ")
-  if #taken < #items then
-    text = text .. ", " .. ELLIPSIS
-  end
-  return text
+  return table.concat(taken, ", ")
 end
 
 --- The line hook `kind` prints, or nil for none.
 function M.message(kind, root, env)
-  local channels = M.channels(root, env)
-  if #channels == 0 then
-    return nil
-  end
   local name = M.identity(env)
   if not name then
-    if kind == "session-start" then
+    -- Any channel of the root counts here, whatever AGENT_CHAT_CHANNELS
+    -- lists: the notice is about the identity, not about those channels.
+    if kind == "session-start" and #(root:channel_names() or {}) > 0 then
       return "[agent-chat] Inbox hook disabled: identity is unset; set AGENT_CHAT_NAME."
     end
+    return nil
+  end
+  local channels = M.channels(root, env)
+  if #channels == 0 then
     return nil
   end
   local items = M.unread_items(channels, name)

@@ -58,7 +58,7 @@ local ljust = open.ljust
 local function show_messages(ctx, messages)
   local parts = {}
   for _, m in ipairs(messages) do
-    parts[#parts + 1] = RULE .. "\n" .. sys.rstrip(m.text) .. "\n\n"
+    parts[#parts + 1] = RULE .. "\n" .. open.shown_text(m) .. "\n\n"
   end
   ctx.out(table.concat(parts))
 end
@@ -150,8 +150,10 @@ local function read_body(args, ctx)
   if sys.strip(data) == "" then
     return nil, ctx.fail("empty body (pass --body, --body-file, or pipe via stdin)", "BODY_EMPTY")
   end
-  if not sys.utf8_valid(data) then
-    return nil, ctx.fail("message body from stdin is not valid UTF-8", "INVALID_UTF8")
+  -- Python reads stdin with surrogateescape and fails writing it out.
+  local bad = sys.utf8_error(data, "surrogateescape")
+  if bad then
+    return nil, ctx.fail("could not read body from stdin: " .. bad, "BODY_STDIN_UNREADABLE")
   end
   return data
 end

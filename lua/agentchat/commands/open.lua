@@ -17,6 +17,7 @@
 --   open.interval(args, ctx)         --interval, else the config's wait.interval
 --   open.posted(ctx, channel, res)   the "posted #N -> ..." line and its warning
 --   open.warn_skipped(ctx, batch)    a warning per unreadable message skipped
+--   open.shown_text(m)               a message as read/peek print it
 --   open.ljust(s, width)             s padded with spaces to width characters
 --   open.commit_shown(ctx, skip, commit, ...)
 --                                    once the output is out, commit(...)
@@ -71,17 +72,19 @@ function M.text_ok(ctx, value, what)
   return true
 end
 
+-- The file is read as Python reads a text file: strict UTF-8 (else its
+-- decode error) with universal newlines ("\r\n" and a lone "\r" are "\n").
 function M.body_file(args, ctx)
   local data, msg = sys.read_file(args.body_file, BODY_CAP)
   if not data then
     return nil, ctx.fail("could not read body file: " .. msg .. ": " .. py.repr_str(args.body_file),
       "BODY_FILE_UNREADABLE")
   end
-  if not sys.utf8_valid(data) then
-    return nil, ctx.fail("could not read body file: invalid UTF-8 in " .. py.repr_str(args.body_file),
-      "BODY_FILE_UNREADABLE")
+  local bad = sys.utf8_error(data)
+  if bad then
+    return nil, ctx.fail("could not read body file: " .. bad, "BODY_FILE_UNREADABLE")
   end
-  return data
+  return (data:gsub("\r\n?", "\n"))
 end
 
 function M.interval(args, ctx)
@@ -106,6 +109,16 @@ function M.warn_skipped(ctx, batch)
   for _, s in ipairs(batch.skipped or {}) do
     ctx.err("agent-chat: warning: skipped unreadable message " .. s.name .. ": " .. s.reason .. "\n")
   end
+end
+
+-- The text of message `m` as read, wait and peek print it (rstripped),
+-- or, for a file that is not UTF-8, the one-line notice the Python tool
+-- prints in its place (its decode error names the first bad bytes).
+function M.shown_text(m)
+  if m.decode_error then
+    return "(could not read message " .. m.name .. ": " .. m.decode_error .. ")"
+  end
+  return sys.rstrip(m.text)
 end
 
 -- Cursors move only once the messages are out: flush, then (unless

@@ -197,7 +197,7 @@ local function cmd_inbox(args, ctx)
   else
     local parts = {}
     for _, m in ipairs(ib.messages) do
-      parts[#parts + 1] = RULE .. "\n#" .. m.channel .. "\n" .. sys.rstrip(m.text) .. "\n\n"
+      parts[#parts + 1] = RULE .. "\n#" .. m.channel .. "\n" .. open.shown_text(m) .. "\n\n"
     end
     ctx.out(table.concat(parts))
   end

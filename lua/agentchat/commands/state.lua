@@ -9,7 +9,7 @@ local sys = require "agentchat.sys"
 local M = {}
 
 local EXIT = 1
-local PRETTY = { indent = 2, sort_keys = true, ensure_ascii = false }
+local PRETTY = { indent = 2, sort_keys = true, ensure_ascii = true }
 
 -- The channel, with the state command's codes for a bad or missing one.
 local OPEN = {

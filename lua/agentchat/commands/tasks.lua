@@ -118,7 +118,7 @@ local function cmd_show(args, ctx)
   ctx.out(table.concat({
     "id: " .. t.id,
     "channel: " .. t.channel,
-    "title: " .. dash(t.title),
+    "title: " .. t.title,
     "status: " .. t.status,
     "owner: " .. dash(t.owner),
     "created_by: " .. dash(t.created_by),

@@ -35,17 +35,45 @@ local function seq4(n)
   return string.format("#%04d", n)
 end
 
--- Each line of `text` with a prefix ("  " indents, "  > " quotes).
+-- Python's str.splitlines(): the line breaks are \n, \r, \r\n, \v, \f,
+-- \x1c-\x1e, U+0085, U+2028 and U+2029; no empty last line.
+local BREAKS = { "\r\n", "\n", "\r", "\v", "\f", "\28", "\29", "\30", "\u{85}", "\u{2028}", "\u{2029}" }
+local function splitlines(text)
+  local out, start, i = {}, 1, 1
+  while i <= #text do
+    local hit
+    for _, b in ipairs(BREAKS) do
+      if text:sub(i, i + #b - 1) == b then
+        hit = b
+        break
+      end
+    end
+    if hit then
+      out[#out + 1] = text:sub(start, i - 1)
+      i = i + #hit
+      start = i
+    else
+      i = i + 1
+    end
+  end
+  if start <= #text then
+    out[#out + 1] = text:sub(start)
+  end
+  return out
+end
+
+-- Each line of `text` (stripped, split as splitlines) with a prefix
+-- ("  " indents, "  > " quotes); nothing for an empty text.
 local function lines(text, prefix, out)
-  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+  for _, line in ipairs(splitlines(sys.strip(text))) do
     out[#out + 1] = prefix .. line
   end
 end
 
 local function goal(s, out)
-  local topic = sys.strip(s.topic)
+  -- A topic of blanks shows as nothing; only an empty one is "(none)".
   out[#out + 1] = "- **Channel**: " .. s.channel
-  out[#out + 1] = "- **Topic**: " .. value(topic, "(none)")
+  out[#out + 1] = "- **Topic**: " .. (s.topic ~= "" and sys.strip(s.topic) or "(none)")
   out[#out + 1] = "- **Members**: " .. joined(s.members, "(none)")
   out[#out + 1] = "- **Last Message Sequence**: " .. seq4(s.last_seq)
 end
@@ -54,7 +82,7 @@ local function decisions(s, out)
   for _, d in ipairs(s.decisions) do
     out[#out + 1] = "- `[" .. seq4(d.seq) .. "]` **" .. d.title .. "** (by `" .. d.author
       .. "` at `" .. d.time .. "`):"
-    if d.details == "" then
+    if sys.strip(d.details) == "" then
       out[#out + 1] = "  *(no additional details)*"
     else
       lines(d.details, "  ", out)
@@ -67,7 +95,7 @@ local function open_tasks(s, out)
     out[#out + 1] = "- `[" .. t.id .. "]` **" .. t.title .. "** (`" .. t.status .. "`)"
     out[#out + 1] = "  - **Owner**: `" .. value(t.owner, "unassigned") .. "`"
     out[#out + 1] = "  - **Lease**: `" .. value(t.lease_expires_at, "none") .. "`"
-    out[#out + 1] = "  - **Depends on**: `" .. joined(t.depends_on, "none") .. "`"
+    out[#out + 1] = "  - **Depends on**: `" .. joined(sorted(t.depends_on), "none") .. "`"
     out[#out + 1] = "  - **Files hint**: `" .. joined(sorted(t.files_hint), "none") .. "`"
     out[#out + 1] = "  - **Acceptance**: `" .. joined(t.acceptance, "none") .. "`"
   end
@@ -75,8 +103,8 @@ end
 
 local function blockers(s, out)
   for _, b in ipairs(s.blockers) do
-    out[#out + 1] = "- `[" .. b.source_id .. "]` **" .. b.title .. "** (by `" .. value(b.author, "")
-      .. "`): " .. b.details
+    local by = value(b.author, "") ~= "" and " (by `" .. b.author .. "`)" or ""
+    out[#out + 1] = "- `[" .. b.source_id .. "]` **" .. b.title .. "**" .. by .. ": " .. b.details
   end
 end
 
@@ -90,11 +118,12 @@ local function owners(s, out)
     local o = s.owners[name]
     out[#out + 1] = "- **" .. name .. "**:"
     for _, t in ipairs(o.tasks) do
-      out[#out + 1] = "  - Task `" .. t.id .. "` (**" .. t.title .. "**, status: `" .. t.status
-        .. "`, lease expires: `" .. value(t.lease_expires_at, "none") .. "`)"
+      local lease = value(t.lease_expires_at, "")
+      out[#out + 1] = "  - Task `" .. t.id .. "` (**" .. t.title .. "**, status: `" .. t.status .. "`"
+        .. (lease ~= "" and ", lease expires: `" .. lease .. "`" or "") .. ")"
     end
     for _, l in ipairs(o.path_locks) do
-      out[#out + 1] = "  - Path Lock `" .. l.lock_id .. "` (`" .. joined(l.paths, "") .. "`, expires: `"
+      out[#out + 1] = "  - Path Lock `" .. l.lock_id .. "` (`" .. joined(sorted(l.paths), "") .. "`, expires: `"
         .. l.expires_at .. "`)"
     end
   end
@@ -106,6 +135,7 @@ local function path_locks(s, out)
     for i, p in ipairs(l.paths) do
       paths[i] = p.normalized_path
     end
+    table.sort(paths)
     out[#out + 1] = "- `[" .. l.lock_id .. "]` `" .. table.concat(paths, ", ") .. "` (owner: `" .. l.owner
       .. "`, expires: `" .. l.expires_at .. "`)"
   end
