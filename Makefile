@@ -9,6 +9,9 @@
 #   make lint            luacheck + cppcheck
 #   make install         PREFIX=/usr/local DESTDIR= (binary, man page,
 #                        bash completion); make uninstall
+#   make install-plugin  the Claude Code plugin with its own copy of the
+#                        binary, as a local marketplace in PLUGIN_DIR
+#                        (default ~/.local/share/agent-chat/claude-marketplace)
 #   make DEVELOPER=1     warnings are errors
 #   make SANITIZE=address,undefined test
 #   make fuzz            libFuzzer targets in build/fuzz/ (clang, always with
@@ -16,14 +19,16 @@
 #   make torture         the long runs: the crash-everywhere walk at every
 #                        fault point with every action (TORTURE_SPECS), the
 #                        fuzz targets FUZZ_TORTURE_SECONDS each, the stress
-#                        test STRESS_TORTURE_SECONDS, the stopped-poster loop
-#                        PAUSE_TORTURE_SECONDS
+#                        test STRESS_TORTURE_SECONDS, the cursor race
+#                        CURSOR_RACE_TORTURE_ROUNDS times, the stopped-poster
+#                        loop PAUSE_TORTURE_SECONDS
 #   make NO_FAULTS=1     compile the fault points out (the tests need them)
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+PLUGIN_DIR ?= $(HOME)/.local/share/agent-chat/claude-marketplace
 DESTDIR ?=
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -94,7 +99,7 @@ CONFORMANCE_FAMILIES ?= msg task lock state event hook
 # Families of the recorded corpus (tests/conformance/corpus) that pass whole.
 CORPUS_FAMILIES ?= msg event hook state task
 
-.PHONY: all deps test check demo bench bench-etcd lint install uninstall clean tests fuzz torture
+.PHONY: all deps test check demo bench bench-etcd lint install install-plugin uninstall clean tests fuzz torture
 all: agent-chat
 
 deps:
@@ -173,6 +178,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TORTURE_SECONDS ?= 600
 STRESS_SECONDS ?= 20
 STRESS_TORTURE_SECONDS ?= 300
+CURSOR_RACE_TORTURE_ROUNDS ?= 25
 PAUSE_TORTURE_SECONDS ?= 300
 
 fuzz: $(FUZZ_BINS)
@@ -224,6 +230,8 @@ torture: deps
 	  prove --exec tests/run-one fuzz:all
 	AGENT_CHAT_TEST_FSYNC=0 STRESS_SECONDS="$(STRESS_TORTURE_SECONDS)" \
 	  prove --exec tests/run-one tests/functional/stress_spec.lua
+	AGENT_CHAT_TEST_FSYNC=0 CURSOR_RACE_ROUNDS="$(CURSOR_RACE_TORTURE_ROUNDS)" \
+	  prove --exec tests/run-one tests/functional/cursor_race_spec.lua
 	AGENT_CHAT_TEST_FSYNC=0 AGENT_CHAT_PAUSE_SECONDS="$(PAUSE_TORTURE_SECONDS)" \
 	  prove --exec tests/run-one tests/functional/paused_poster_spec.lua
 
@@ -250,6 +258,12 @@ install: agent-chat
 	install -m 755 agent-chat '$(DESTDIR)$(BINDIR)/agent-chat'
 	install -m 644 man/agent-chat.1 '$(DESTDIR)$(MANDIR)/man1/agent-chat.1'
 	install -m 644 completions/agent-chat.bash '$(DESTDIR)$(BASHCOMPDIR)/agent-chat'
+
+# The plugin's hooks find this copy first when no AGENT_CHAT_BIN is set
+# (claude-plugin/bin/agent-chat-hook); scripts/install-plugin says how to add
+# the marketplace to Claude Code.
+install-plugin: agent-chat
+	scripts/install-plugin '$(PLUGIN_DIR)' ./agent-chat
 
 uninstall:
 	rm -f '$(DESTDIR)$(BINDIR)/agent-chat' '$(DESTDIR)$(MANDIR)/man1/agent-chat.1' \

@@ -49,7 +49,7 @@ _agent_chat_spec()
     local state="--as --from --actor --template"
     local lists="--depends-on --files-hint --acceptance --branch"
     case $1 in
-        "") _agent_chat_valued="--root" ;;
+        "") _agent_chat_valued="--root"; _agent_chat_flags+=" --version" ;;
         init) _agent_chat_valued="--members --topic"; _agent_chat_pos="none" ;;
         channels) ;;
         roster) _agent_chat_pos="channel" ;;
@@ -58,14 +58,16 @@ _agent_chat_spec()
             _agent_chat_valued+=" --type --request-id --role"
             _agent_chat_pos="channel" ;;
         read)
-            _agent_chat_valued="--as"; _agent_chat_flags+=" --all --peek"
+            _agent_chat_valued="--as --kind --max-messages --max-bytes"; _agent_chat_flags+=" --all --peek"
             _agent_chat_pos="channel" ;;
-        wait) _agent_chat_valued="--as --timeout --interval"; _agent_chat_pos="channel" ;;
-        peek) _agent_chat_valued="-n"; _agent_chat_pos="channel" ;;
+        wait) _agent_chat_valued="--as --timeout --interval --kind"; _agent_chat_pos="channel" ;;
+        peek) _agent_chat_valued="-n --kind"; _agent_chat_pos="channel" ;;
         claim) _agent_chat_valued="--as"; _agent_chat_pos="channel marker" ;;
         ack) _agent_chat_valued="--as"; _agent_chat_pos="channel none" ;;
         receipts) _agent_chat_flags+=" --json"; _agent_chat_pos="channel none" ;;
-        inbox) _agent_chat_valued="--as --channels"; _agent_chat_flags+=" --peek --json" ;;
+        inbox)
+            _agent_chat_valued="--as --channels --kind --max-messages --max-bytes"
+            _agent_chat_flags+=" --peek --json" ;;
         request)
             _agent_chat_valued="--from --to --type --title --body --body-file --request-id --role"
             _agent_chat_valued+=" --timeout --interval"; _agent_chat_flags+=" --no-wait --json"
@@ -117,7 +119,7 @@ _agent_chat_spec()
             _agent_chat_pos="dir" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
-            _agent_chat_valued="--as --script --interval --retries --backoff --arg"
+            _agent_chat_valued="--as --script --interval --retries --backoff --on-error --dead-letter --arg"
             _agent_chat_flags+=" --tasks --locks --once"
             _agent_chat_pos="channel" ;;
         repl) _agent_chat_valued="--history"; _agent_chat_flags+=" --no-history" ;;
@@ -142,6 +144,8 @@ _agent_chat_choices()
         post:--role | request:--role) echo "$_agent_chat_roles" ;;
         *:--resolve-publication) echo "rollback published" ;;
         "post:--wait-for") echo "read acked" ;;
+        *:--kind) echo "message event audit" ;;
+        "watch:--on-error") echo "stop skip dead-letter" ;;
     esac
 }
 
@@ -184,11 +188,15 @@ _agent_chat_names()
     done
 }
 
-# Agent names known to the channel directory $1: the members in its
-# _meta.json and the owners of its read cursors.
+# Agent names known to the channel directory $1, each once: the members in
+# its _meta.json and the owners of its read cursors (a cursor file named
+# <name>.txt; the other names' files, <slug>.<hash>.txt, do not say whose
+# they are).
 _agent_chat_agents()
 {
-    local dir=$1 meta rest re='"([^"\\]*)"'
+    local dir=$1 meta rest re='"([^"\\]*)"' name
+    local -a found=()
+    local -A seen=()
     if [[ -r $dir/_meta.json ]]; then
         meta=$(<"$dir/_meta.json")
         if [[ $meta == *'"members"'* ]]; then
@@ -196,12 +204,19 @@ _agent_chat_agents()
             rest=${rest#*\[}
             rest=${rest%%\]*}
             while [[ $rest =~ $re ]]; do
-                printf '%s\n' "${BASH_REMATCH[1]}"
+                found+=("${BASH_REMATCH[1]}")
                 rest=${rest#*"${BASH_REMATCH[0]}"}
             done
         fi
     fi
-    _agent_chat_names "$dir/.cursors" "*.txt" .txt
+    while IFS= read -r name; do
+        [[ $name == *.* ]] || found+=("$name")
+    done < <(_agent_chat_names "$dir/.cursors" "*.txt" .txt)
+    for name in "${found[@]}"; do
+        [[ -z $name || -n ${seen[$name]:-} ]] && continue
+        seen[$name]=1
+        printf '%s\n' "$name"
+    done
 }
 
 # Paths relative to the channel directory $1 (what lock and check take).
@@ -244,15 +259,23 @@ _agent_chat_default_root()
     printf '%s\n' "$HOME/agent-chat"
 }
 
-# The channels under $root.
-_agent_chat_channels()
+# The channels under $root, one a line.
+_agent_chat_channel_names()
 {
-    local d IFS=$'\n'
+    local d
     for d in "$root"/*/_meta.json; do
         [[ -f $d ]] || continue
         d=${d%/_meta.json}
-        _agent_chat_add "${d##*/}"
+        printf '%s\n' "${d##*/}"
     done
+}
+
+# Complete a channel under $root.
+_agent_chat_channels()
+{
+    local -a names
+    mapfile -t names < <(_agent_chat_channel_names)
+    _agent_chat_add "${names[@]}"
 }
 
 _agent_chat()
@@ -343,7 +366,13 @@ _agent_chat()
                 mapfile -t COMPREPLY < <(compgen -f -X '!*.lua' -- "$cur"; compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
             --primitives) _agent_chat_add_list $_agent_chat_primitives ;;
-            --into) _agent_chat_channels ;;
+            --into | --dead-letter) _agent_chat_channels ;;
+            --channels)
+                [[ -z $root ]] && root=${AGENT_CHAT_ROOT:-}
+                [[ -z $root ]] && root=$(_agent_chat_default_root "${COMP_WORDS[0]}")
+                [[ $root == "~"* ]] && root=$HOME${root#"~"}
+                mapfile -t names < <(_agent_chat_channel_names)
+                _agent_chat_add_list "${names[@]}" ;;
             --as | --from | --owner | --actor | --created-by)
                 [[ -n $chan ]] && mapfile -t names < <(_agent_chat_agents "$chan")
                 _agent_chat_add "${names[@]}" ;;

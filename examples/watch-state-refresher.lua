@@ -5,7 +5,7 @@
 --     --arg examples/state-brief.lua             # render with a user template
 --
 -- state.md is what `agent-chat compact` writes: the channel's decisions,
--- open tasks, owners, locks and blockers (SPEC.md 3.8). This script
+-- open tasks, owners, locks and blockers (docs/format.md 3.8). This script
 -- re-renders it at start and after every batch of new messages (task and
 -- lock changes are messages too), once per batch rather than once per
 -- message, so a burst of 100 posts costs one rendering.

@@ -46,7 +46,7 @@ int ac_audit_post(struct ac_chan *ch, const char *actor, const char *event,
     free(title);
     free(text);
     /* A message that became visible counts as posted, even when a later
-     * step (the directory fsync) failed: it is published (SPEC.md 3.6
+     * step (the directory fsync) failed: it is published (docs/format.md 3.6
      * decides publication by the message's presence). */
     if (rc == -1 && res.published)
         rc = 0;

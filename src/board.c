@@ -477,7 +477,7 @@ int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const ch
     return rc;
 }
 
-/* The base of every task/lease audit body (SPEC.md 3.9). */
+/* The base of every task/lease audit body (docs/format.md 3.9). */
 json_t *ac_board_audit_body(struct ac_board *b, const char *event, const json_t *before,
                             const json_t *after)
 {

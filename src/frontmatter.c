@@ -156,7 +156,7 @@ static size_t put_line(char *out, const char *key, const char *value)
     return o;
 }
 
-/* The keys of SPEC.md 3.3: an extra of that name would shadow the real
+/* The keys of docs/format.md 3.3: an extra of that name would shadow the real
  * field for every reader (a later duplicate wins). */
 static const char *const standard_keys[] = {
     "seq", "from", "to", "reply_to", "channel", "ts", "status", "title"

@@ -1080,7 +1080,7 @@ static void check_acks(struct fsck *f, int adfd)
     ents_free(&names);
 }
 
-/* Directories that features beyond SPEC.md add to a channel, each checked
+/* Directories that features beyond docs/format.md add to a channel, each checked
  * when present (check_layout already requires a directory). */
 static const struct {
     const char *dir;

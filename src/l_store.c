@@ -19,6 +19,11 @@
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
  *   ch:meta()                             -- raw _meta.json bytes
  *   ch:cursor(agent) / ch:set_cursor(agent, n)
+ *   ch:advance_cursor(agent, n, expected)  -- true; the write of a read
+ *                                         (ac_cursor_advance; expected may be nil)
+ *   ch:cursor_lock(agent)                 -- userdata "agentchat.dirlock" (the agent's
+ *                                         cursor lock, released like ch:exclusive's)
+ *                                         | nil, msg, "CURSOR_BUSY"|"INTERRUPTED"|"IO_ERROR", exit
  *   ch:wait{as=, after=, timeout=, interval=}
  *   ch:claim_marker(marker, agent)        -- destination name
  *   ch:exclusive(wait)                    -- userdata "agentchat.dirlock" (:release(),
@@ -30,7 +35,7 @@
  *   store.parse_meta(bytes)               -- {members, topic, channel, created} | nil
  *
  * Expected failures return nil, message, code, exit_code (the exit code of
- * SPEC.md 2.5 for the CLI). Misuse (wrong argument types, a closed handle)
+ * docs/format.md 2.5 for the CLI). Misuse (wrong argument types, a closed handle)
  * raises.
  */
 #include <errno.h>
@@ -43,6 +48,7 @@
 #include <lua.h>
 
 #include "agentchat/channel.h"
+#include "agentchat/cursor.h"
 #include "agentchat/fsutil.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/mutex.h"
@@ -263,7 +269,7 @@ static int l_meta_compose(lua_State *L)
 
 /* store.parse_meta(bytes): the _meta.json fields the CLI uses, with the
  * Python tool's defaults, or nil when the file is not a JSON object, when
- * members is not a list of strings or topic not a string (SPEC.md 5: an
+ * members is not a list of strings or topic not a string (docs/format.md 5: an
  * error, never a crash). Parsed with jansson, which tells objects from
  * arrays (cjson 2.1.0 cannot for empty ones). */
 static int l_parse_meta(lua_State *L)
@@ -703,6 +709,44 @@ static int chan_set_cursor(lua_State *L)
     return 1;
 }
 
+/* ch:advance_cursor(agent, value, expected): see ac_cursor_advance. */
+static int chan_advance_cursor(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    const char *agent = luaL_checkstring(L, 2);
+    int64_t value = (int64_t)luaL_checkinteger(L, 3), expected;
+    int given = !lua_isnoneornil(L, 4);
+    struct ac_err err = AC_ERR_INIT;
+    int fd = ac_chan_dirfd(c->ch);
+    if (given)
+        expected = (int64_t)luaL_checkinteger(L, 4);
+    if (fd == -1) {
+        /* A backend without a channel directory: its own plain write. */
+        if (c->ch->store->ops->cursor_set(c->ch, agent, value, &err) == -1)
+            return ac_lua_fail_err(L, &err);
+    } else if (ac_cursor_advance(fd, agent, given ? &expected : NULL, value, &err) == -1) {
+        return ac_lua_fail_err(L, &err);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* ch:cursor_lock(agent): the agent's cursor lock (ac_cursor_lock), held
+ * until :release(), __close or __gc. */
+static int chan_cursor_lock(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    const char *agent = luaL_checkstring(L, 2);
+    int fd = ac_chan_dirfd(c->ch);
+    struct ac_err err = AC_ERR_INIT;
+    struct ac_mutex *m = lua_newuserdatauv(L, sizeof *m, 0);
+    m->fd = -1;
+    luaL_setmetatable(L, DIRLOCK_MT);
+    if (fd != -1 && ac_cursor_lock(fd, agent, m, &err) == -1)
+        return ac_lua_fail_err(L, &err);
+    return 1;   /* (no directory: nothing to lock, a released handle) */
+}
+
 static int chan_wait(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
@@ -863,6 +907,8 @@ static const luaL_Reg chan_methods[] = {
     { "summary", chan_summary },
     { "cursor", chan_cursor },
     { "set_cursor", chan_set_cursor },
+    { "advance_cursor", chan_advance_cursor },
+    { "cursor_lock", chan_cursor_lock },
     { "wait", chan_wait },
     { "claim_marker", chan_claim_marker },
     { "write_state", chan_write_state },

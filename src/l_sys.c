@@ -14,7 +14,7 @@
  *   sys.utf8_valid(s)               -- strict UTF-8 check (Python's codec)
  *   sys.utf8_error(s [, how])       -- nil | Python's decode (how "strict") or
  *                                      surrogateescape re-encode error text
- *   sys.slugify(s)                  -- SPEC.md 3.3 slug
+ *   sys.slugify(s)                  -- docs/format.md 3.3 slug
  *   sys.rstrip(s), sys.strip(s)     -- Python str.rstrip()/strip() (Unicode)
  *   sys.float_repr(x)               -- Python repr(float)
  *   sys.interrupted()               -- signal number that asked us to stop, or nil

@@ -19,7 +19,7 @@
  *       unreadable or invalid records are left out and counted)
  *
  * A record is a table with the twelve fields; JSON null fields are absent
- * (nil). Expected failures return nil, message, code, exit (SPEC.md 2.4:
+ * (nil). Expected failures return nil, message, code, exit (docs/format.md 2.4:
  * TASK_* and LEASE_* exit 2); wrong argument types raise.
  */
 #include <stdlib.h>
@@ -33,7 +33,7 @@
 #include "agentchat/lua_host.h"
 #include "agentchat/taskrec.h"
 
-/* Every TASK_* and LEASE_* failure exits 2 (SPEC.md 2.5), TASK_IO_ERROR
+/* Every TASK_* and LEASE_* failure exits 2 (docs/format.md 2.5), TASK_IO_ERROR
  * included; other codes (INTERRUPTED) keep theirs. */
 static int fail(lua_State *L, const struct ac_err *err)
 {

@@ -716,7 +716,7 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
             rc = ac_task_err(err, "LEASE_AUDIT_FAILED", "lease mutation audit failed: %s", aerr.msg);
     }
     /* From here on the change is published (its audit message is in the
-     * channel): a failure is LEASE_TRANSACTION_CLEANUP_FAILED (SPEC 3.6),
+     * channel): a failure is LEASE_TRANSACTION_CLEANUP_FAILED (format.md 3.6),
      * and the journal left behind makes recover-pending finish it. */
     if (rc == 0 && set_phase(cfd, j, "published", 2, &perr) == -1)
         rc = ac_task_err(err, "LEASE_TRANSACTION_CLEANUP_FAILED",

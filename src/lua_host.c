@@ -19,7 +19,11 @@
 static lua_State *globalL;
 
 /* Hook installed by the signal handler: stop the running chunk at the next
- * instruction with a structured error (lua.c's lstop). */
+ * instruction with a structured error (lua.c's lstop). The error is an
+ * agentchat.errors object (the metatable agentchat.errors registers under
+ * ERROR_MT), so tostring() gives "INTERRUPTED: cancelled by user" and
+ * errors.is_error() knows it. */
+#define ERROR_MT "agentchat.error"
 static void lstop(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
@@ -31,6 +35,10 @@ static void lstop(lua_State *L, lua_Debug *ar)
     lua_setfield(L, -2, "message");
     lua_pushinteger(L, 130);
     lua_setfield(L, -2, "exit");
+    if (luaL_getmetatable(L, ERROR_MT) == LUA_TTABLE)
+        lua_setmetatable(L, -2);
+    else
+        lua_pop(L, 1);
     lua_error(L);
 }
 
@@ -77,6 +85,17 @@ int ac_lua_pcall(lua_State *L, int nargs, int nres)
 
 int ac_lua_fail(lua_State *L, const char *code, int exit_code, const char *message)
 {
+    /* A blocking call that noticed the signal reports it by this return
+     * (documented: nil, "cancelled by user", "INTERRUPTED"); the hook the
+     * signal handler set would raise over it as soon as the call returns,
+     * so it is taken off. The script decides; Lua code that ignores it and
+     * loops runs on until the next signal sets the hook again. */
+    if (strcmp(code, "INTERRUPTED") == 0) {
+        if (lua_gethook(L) == lstop)
+            lua_sethook(L, NULL, 0, 0);
+        if (globalL && globalL != L && lua_gethook(globalL) == lstop)
+            lua_sethook(globalL, NULL, 0, 0);
+    }
     lua_pushnil(L);
     lua_pushstring(L, message);
     lua_pushstring(L, code);

@@ -1,6 +1,6 @@
 /*
  * pathlock_journal.c - the path-lock journal, locks/.path-lock-transaction.json
- * (SPEC.md 3.7), and its recovery; see pathlock.h for the lifecycle.
+ * (docs/format.md 3.7), and its recovery; see pathlock.h for the lifecycle.
  *
  * The journal records one mutation of one lock record: the record file's
  * bytes before and after (base64, null meaning "no file"), the phase

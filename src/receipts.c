@@ -16,7 +16,6 @@
 #include "agentchat/dirwatch.h"
 #include "agentchat/fault.h"
 #include "agentchat/fsutil.h"
-#include "agentchat/slug.h"
 #include "agentchat/store.h"
 #include "agentchat/utf8.h"
 #include "agentchat/wait.h"
@@ -270,13 +269,12 @@ int ac_ack_list(int chfd, uint64_t seq, char ***names, size_t *n, struct ac_err 
 
 int64_t ac_receipt_cursor(int chfd, const char *agent, int64_t *mtime_us)
 {
-    char slug[AC_SLUG_MAX + 1], name[AC_SLUG_MAX + 8];
+    char name[AC_CURSOR_NAME_MAX];
     struct stat st;
     int cdir;
 
     *mtime_us = 0;
-    ac_slugify(agent, strlen(agent), slug);
-    snprintf(name, sizeof name, "%s.txt", slug);
+    ac_cursor_file(agent, name);
     cdir = ac_open_dir_at(chfd, AC_CURSOR_DIR);
     if (cdir != -1) {
         if (fstatat(cdir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))

@@ -1,7 +1,7 @@
 /*
  * store_fs.c - the file system backend of the store interface.
  *
- * The folder is the whole state (SPEC.md 3). Every path below the root is
+ * The folder is the whole state (docs/format.md 3). Every path below the root is
  * reached through openat() with O_NOFOLLOW from the root descriptor, so a
  * symlink planted in the root or in a channel never leads outside.
  */

@@ -1,5 +1,5 @@
 /*
- * audit.h - audit messages (SPEC.md 3.9): every structured mutation posts
+ * audit.h - audit messages (docs/format.md 3.9): every structured mutation posts
  * one, through the same sequence allocation as `post`.
  *
  * The message comes from the actor, goes to all, has `status: <event>` and
@@ -21,7 +21,7 @@ int ac_audit_post(struct ac_chan *ch, const char *actor, const char *event,
                   const char *id, const json_t *body, uint64_t *seq, struct ac_err *err);
 
 /* Does any message file of the channel contain `"transaction_id": "<id>"`?
- * (The recovery check of SPEC.md 3.6: a substring scan of every message.)
+ * (The recovery check of docs/format.md 3.6: a substring scan of every message.)
  * Returns 1, 0, or -1 with err. */
 int ac_audit_find_transaction(struct ac_chan *ch, const char *txid, struct ac_err *err);
 

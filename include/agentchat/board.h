@@ -1,5 +1,5 @@
 /*
- * board.h - the task board of one channel (SPEC.md 2.4, 3.5, 3.6, 3.9).
+ * board.h - the task board of one channel (docs/format.md 2.4, 3.5, 3.6, 3.9).
  *
  * Every task command runs against a *board*: the channel's `_tasks.lock`
  * held (flock; readers too, as the Python tool does) and the records of
@@ -147,7 +147,7 @@ int ac_board_read_record(int dirfd, const char *name, json_t **out, struct ac_er
  * written: <why>" when the audit post failed, TASK_IO_ERROR when the
  * directory sync did, TASK_AUDIT_ROLLBACK_FAILED "could not roll back task
  * create|update: ..." if the restore fails too. A crash in between still
- * leaves the record without its message (no journal, SPEC 3.5). */
+ * leaves the record without its message (no journal, format.md 3.5). */
 int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const char *actor,
                           const char *event, struct ac_err *err);
 int ac_board_graph_check(json_t *tasks, json_t *ids, struct ac_err *err);

@@ -1,5 +1,5 @@
 /*
- * channel.h - channel names and the _meta.json record (SPEC.md 2, 3.1, 3.2).
+ * channel.h - channel names and the _meta.json record (docs/format.md 2, 3.1, 3.2).
  *
  * Name rules, in the order the Python tool applies them, then ours:
  *   1. "", ".", ".." or any of '/', '\\', ':'  -> path traversal blocked
@@ -31,7 +31,7 @@ extern const char *const ac_channel_temp_targets[];
  * compatible message ("invalid channel name (path traversal blocked): 'a/b'"). */
 int ac_channel_name_check(const char *name, struct ac_err *err);
 
-/* Check a legacy marker name "task-<id>.md" (SPEC.md 2.1). Returns 0 or -1
+/* Check a legacy marker name "task-<id>.md" (docs/format.md 2.1). Returns 0 or -1
  * with CLAIM_INVALID_NAME. */
 int ac_marker_name_check(const char *name, struct ac_err *err);
 

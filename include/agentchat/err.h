@@ -4,7 +4,7 @@
  * Every fallible runtime function takes a `struct ac_err *` as its last
  * argument and, on failure, fills it with a stable code string (for example
  * "CHANNEL_NOT_FOUND"), a one-line human message and the exit-code family of
- * SPEC.md section 2.5. Lua sees the code and message as `nil, message, code`;
+ * docs/format.md section 2.5. Lua sees the code and message as `nil, message, code`;
  * the CLI prints `agent-chat: [CODE: ]message` and exits with `exit_code`.
  *
  * Calling sequence:
@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-/* Exit-code families (SPEC.md 2.5). */
+/* Exit-code families (docs/format.md 2.5). */
 enum {
     AC_EXIT_OK = 0,
     AC_EXIT_GENERAL = 1,   /* channel errors, PATH_LOCK_*, STATE_* */

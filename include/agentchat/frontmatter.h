@@ -1,5 +1,5 @@
 /*
- * frontmatter.h - the message file format of SPEC.md 3.3.
+ * frontmatter.h - the message file format of docs/format.md 3.3.
  *
  * Reading is tolerant because it defines compatibility with every file the
  * Python tool or a human ever wrote:
@@ -61,7 +61,7 @@ void ac_fm_free(struct ac_fm *fm);
 int ac_fm_get(const struct ac_fm *fm, const char *key,
               const char **value, size_t *value_len);
 
-/* SPEC.md 4 relevance: a message is for `agent` when its `from` differs
+/* docs/format.md 4 relevance: a message is for `agent` when its `from` differs
  * and its `to` is a broadcast (missing, "", "all", "[]", "*", or a list
  * with no name in it such as "," or "[ , ]") or lists the agent (brackets
  * stripped, split on ',', entries trimmed). Exact, case-sensitive

@@ -1,7 +1,7 @@
 /*
  * fsck.h - check (and safely repair) the on-disk state of one channel.
  *
- * `agent-chat fsck` reads every file of SPEC.md section 3 plus our own
+ * `agent-chat fsck` reads every file of docs/format.md section 3 plus our own
  * additions (.seqhigh, .seqres-N reservations, the atomic writer's temp
  * files) and reports what breaks an invariant, one finding per problem:
  *
@@ -11,7 +11,7 @@
  *   .seqhigh     at least the highest seq on disk (posts never reuse a seq)
  *   cursors      a decimal seq, not beyond the highest seq ever allocated
  *   tasks        every record valid (taskrec.c), the dependency graph too
- *   claims       agree with their tasks (SPEC.md 3.6: one claim per leased
+ *   claims       agree with their tasks (docs/format.md 3.6: one claim per leased
  *                task, same owner and expiry, the task in_progress, no
  *                claim without its task)
  *   locks        every record valid (pathlock.c), no two locks overlap

@@ -1,5 +1,5 @@
 /*
- * lease.h - task leases and the lease journal (SPEC.md 2.4 "Leases", 3.6).
+ * lease.h - task leases and the lease journal (docs/format.md 2.4 "Leases", 3.6).
  *
  * A lease is the claim file claims/<task>.<owner>.json plus the task
  * record's owner and lease_expires_at, which must agree. Every lease

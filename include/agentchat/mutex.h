@@ -1,6 +1,6 @@
 /*
  * mutex.h - the advisory mutation locks of the task board and path locks
- * (SPEC.md 4 "Advisory locks").
+ * (docs/format.md 4 "Advisory locks").
  *
  * `<channel>/_tasks.lock` and `<channel>/.path-locks.lock` are empty
  * regular files; the lock is flock(LOCK_EX|LOCK_NB) on them, retried every

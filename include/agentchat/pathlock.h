@@ -1,5 +1,5 @@
 /*
- * pathlock.h - path locks on workspace files and directories (SPEC.md 2.2,
+ * pathlock.h - path locks on workspace files and directories (docs/format.md 2.2,
  * 3.7, 3.9): lock records, overlap, the path-lock journal and its recovery.
  *
  * An agent reserves files and directories of the channel's workspace for a
@@ -137,7 +137,7 @@ int ac_pathlock_overlaps(const char *a, const char *b);
 /* Is a stored normalized_path canonical and workspace-relative? */
 int ac_pathlock_path_canonical(const char *p);
 
-/* Normalize `path` inside the channel directory chfd (SPEC 3.7): fills
+/* Normalize `path` inside the channel directory chfd (format.md 3.7): fills
  * *out (display = path) or fails with PATH_LOCK_INVALID_PATH. */
 int ac_pathlock_normalize(int chfd, const char *path, struct ac_lockpath *out,
                           struct ac_err *err);

@@ -1,6 +1,6 @@
 /*
- * pathnorm.h - workspace-relative paths (SPEC.md 3.7 "Path normalization",
- * also used for task files_hint, SPEC.md 3.5).
+ * pathnorm.h - workspace-relative paths (docs/format.md 3.7 "Path normalization",
+ * also used for task files_hint, docs/format.md 3.5).
  *
  * A path given by an agent is taken relative to the channel directory and
  * must stay inside it. Checks, in this order, each with the Python tool's

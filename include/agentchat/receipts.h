@@ -7,7 +7,7 @@
  * rewritten to record it:
  *
  *   - "read" comes from the cursors the readers already keep
- *     (.cursors/<slug>.txt, SPEC.md 3.4);
+ *     (.cursors/<slug>.txt, docs/format.md 3.4);
  *   - an ack is one file per (message, agent), written once by its single
  *     writer, the agent itself:
  *

@@ -3,7 +3,7 @@
  *
  * A message file is an entry named "<decimal>-<anything>.md", where
  * <decimal> passes Python's str.isdecimal() (any script) and is its seq
- * (SPEC.md 3.3). Like Python's glob, the name is what counts: a symlink or a
+ * (docs/format.md 3.3). Like Python's glob, the name is what counts: a symlink or a
  * directory with such a name takes its seq and counts as a message, though
  * readers skip it (they never follow symlinks). Listing a directory costs about 0.3 us per entry, which is
  * 30 ms for a 100,000-message channel: too slow for every post and for the

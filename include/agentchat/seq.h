@@ -1,5 +1,5 @@
 /*
- * seq.h - sequence allocation (SPEC.md 4 "Sequence allocation").
+ * seq.h - sequence allocation (docs/format.md 4 "Sequence allocation").
  *
  * The channel's post mutex is the *directory* `_seq.lock`, created with
  * mkdir, because that is what the Python tool uses and both tools must

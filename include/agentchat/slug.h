@@ -1,5 +1,5 @@
 /*
- * slug.h - the file-name slug of SPEC.md 3.3.
+ * slug.h - the file-name slug of docs/format.md 3.3.
  *
  *     slugify(s) = re.sub("[^a-z0-9]+", "-", s.lower()).strip("-")[:40]
  *                  .rstrip("-") or "msg"

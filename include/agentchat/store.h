@@ -7,7 +7,7 @@
  * `struct ac_store_ops`, so a second backend (for example a coordination
  * service with server-side watches) can plug in without touching commands.
  * The file system backend in store_fs.c is the default and the archive
- * format: its folder is exactly SPEC.md section 3.
+ * format: its folder is exactly docs/format.md section 3.
  *
  * Ownership: ac_store_open_* returns a store the caller frees with
  * ac_store_close(); channels opened from it must be closed before it.

@@ -1,5 +1,5 @@
 /*
- * taskrec.h - one task record, tasks/<id>.json (SPEC.md 3.5).
+ * taskrec.h - one task record, tasks/<id>.json (docs/format.md 3.5).
  *
  * Records are held as jansson objects. Writing is byte-exact: the twelve
  * fields in this order, indent 2, non-ASCII as UTF-8, a trailing newline

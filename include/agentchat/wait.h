@@ -1,5 +1,5 @@
 /*
- * wait.h - the blocking wait of `agent-chat wait` (SPEC.md 4 "wait").
+ * wait.h - the blocking wait of `agent-chat wait` (docs/format.md 4 "wait").
  *
  * Blocks, without using CPU, until messages relevant to the agent exist
  * above its cursor, and returns them exactly as one read would (the cursor

@@ -4,7 +4,7 @@
 --   local kind, change = changes.of(msg)   -- "task" | "lock" | nil
 --
 -- Every task, lease and path-lock mutation posts an audit message to `all`
--- (SPEC.md 3.9) with `status: <event>` and a JSON body whose `event` is the
+-- (docs/format.md 3.9) with `status: <event>` and a JSON body whose `event` is the
 -- same name. That stream is the change feed: it is ordered by seq, it
 -- survives restarts through the reader's cursor, and the Python tool writes
 -- the same messages. What it does not contain is a lease or lock that
@@ -22,7 +22,7 @@ local json = require "agentchat.json"
 
 local M = {}
 
--- Event name prefixes of each kind (SPEC.md 3.9 event names).
+-- Event name prefixes of each kind (docs/format.md 3.9 event names).
 M.PREFIXES = {
   { "task.", "task" },
   { "lease.", "task" },

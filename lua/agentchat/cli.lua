@@ -1,6 +1,6 @@
 -- agentchat.cli: the command line. Builds the grammar (Python-compatible,
 -- see agentchat.argparse), dispatches to the command modules and turns
--- failures into one stderr line and the exit code of SPEC.md 2.5.
+-- failures into one stderr line and the exit code of docs/format.md 2.5.
 local argparse = require "agentchat.argparse"
 local errors = require "agentchat.errors"
 
@@ -79,6 +79,7 @@ function M.build_parser()
   local p = argparse.parser{ prog = "agent-chat", description = DESCRIPTION, epilog = EPILOG }
   p:option{ "--root", metavar = "ROOT",
             help = "chat root folder (default: $AGENT_CHAT_ROOT or ~/agent-chat)" }
+  p:option{ "--version", action = "store_true", help = "print the version and exit" }
   local sub = p:subparsers{ dest = "command", metavar = "COMMAND", required = true,
                             title = "commands" }
   for _, c in ipairs(M.commands) do
@@ -90,7 +91,7 @@ function M.build_parser()
   return p
 end
 
---- One stderr line for an argparse error (SPEC.md 2.5: every failure is
+--- One stderr line for an argparse error (docs/format.md 2.5: every failure is
 --- one line): "agent-chat: USAGE: post: <argparse message> (see 'agent-chat
 --- post -h')". The argparse text is Python's, word for word.
 function M.usage_line(perr)
@@ -100,12 +101,27 @@ function M.usage_line(perr)
     sub and (sub .. ": ") or "", perr.message, prog)) .. "\n"
 end
 
+-- What a terminal shows of a control character that a title or a body
+-- carries (an escape sequence could recolour, retitle or clear the screen,
+-- or hide text): C0 controls other than tab and newline, DEL and the C1
+-- controls as \xNN / \u00NN. Files and pipes get the bytes as they are.
+local function terminal_safe(s)
+  s = s:gsub("[%z\1-\8\11-\31\127]", function(c)
+    return string.format("\\x%02x", c:byte())
+  end)
+  return (s:gsub("\194([\128-\159])", function(c)
+    return string.format("\\u%04x", c:byte())
+  end))
+end
+M.terminal_safe = terminal_safe
+
 -- Output helpers: everything goes through these so a failed write (a closed
 -- pipe, a full disk) is noticed before a cursor moves.
 local function make_ctx()
   local ctx = {}
+  local tty = require("agentchat.sys").isatty(1)
   function ctx.out(s)
-    io.stdout:write(s)
+    io.stdout:write(tty and terminal_safe(s) or s)
   end
   function ctx.err(s)
     io.stderr:write(s)
@@ -130,7 +146,8 @@ local function make_ctx()
 end
 
 -- `agent-chat [--root R] run SCRIPT ARGS...` passes ARGS through untouched
--- (argparse would claim options such as -h), so it is recognised first.
+-- (argparse would claim options such as -h), so it is recognised first; so
+-- is `--version` before the command (argparse would want a command first).
 local function find_raw_command(argv)
   local i = 1
   while argv[i] do
@@ -139,7 +156,7 @@ local function find_raw_command(argv)
       i = i + 2
     elseif a:sub(1, 7) == "--root=" then
       i = i + 1
-    elseif a == "run" then
+    elseif a == "run" or a == "--version" then
       return a, i
     else
       return nil
@@ -151,6 +168,10 @@ end
 local function run_main(argv)
   local ctx = make_ctx()
   local raw, at = find_raw_command(argv)
+  if raw == "--version" then
+    ctx.out("agent-chat " .. require("agentchat").version .. "\n")
+    return ctx.flush() and 0 or 1
+  end
   if raw and argv[at + 1] ~= "-h" and argv[at + 1] ~= "--help" then
     local scripting = require "agentchat.commands.scripting"
     local root

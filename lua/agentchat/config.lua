@@ -2,7 +2,8 @@
 --
 --   local config = require "agentchat.config"
 --   local cfg = assert(config.load{ root = "--root value or nil" })
---   cfg.root, cfg.name, cfg.channels, cfg.interval, cfg.template, cfg.workflows
+--   cfg.root, cfg.name, cfg.channels, cfg.interval, cfg.template, cfg.workflows,
+--   cfg.hook_kinds, cfg.stop_hook
 --   cfg.sources.name     -- "$AGENT_CHAT_NAME", "/path/config.yaml:3", "default", ...
 --   cfg.files.user.path, cfg.files.user.status   -- "absent" | "loaded" | "invalid"
 --
@@ -44,10 +45,13 @@ M.SETTINGS = {
   { field = "interval", key = "wait.interval" },
   { field = "template", key = "state.template" },
   { field = "workflows", key = "workflows.path" },
+  { field = "hook_kinds", key = "hooks.kinds", env = "AGENT_CHAT_HOOK_KINDS" },
+  { field = "stop_hook", key = "hooks.stop", env = "AGENT_CHAT_STOP_HOOK" },
 }
 
 -- The file's grammar: top-level keys, either a leaf (a value kind) or a
--- section of leaves. Kinds: name, path, names, paths, seconds.
+-- section of leaves. Kinds: name, path, names, paths, seconds, kinds,
+-- stop_mode.
 local SCHEMA = {
   identity = { name = "name" },
   root = "path",
@@ -55,8 +59,12 @@ local SCHEMA = {
   wait = { interval = "seconds" },
   state = { template = "path" },
   workflows = { path = "paths" },
+  hooks = { kinds = "kinds", stop = "stop_mode" },
 }
-local TOP_ORDER = { "identity", "root", "channels", "wait", "state", "workflows" }
+local TOP_ORDER = { "identity", "root", "channels", "wait", "state", "workflows", "hooks" }
+
+-- hooks.stop: what the Stop hook does with unread messages (docs/config.md).
+local STOP_MODES = { notify = true, block = true }
 local FIELD_OF = {}
 for _, s in ipairs(M.SETTINGS) do
   FIELD_OF[s.key] = s.field
@@ -220,6 +228,27 @@ function CHECK.paths(v, file, env)
   return list_of(v, function(item)
     return CHECK.path(item, file, env)
   end, "directories")
+end
+
+function CHECK.kinds(v)
+  local valid = {}
+  for _, k in ipairs(require("agentchat.kinds").KINDS) do
+    valid[k] = true
+  end
+  return list_of(v, function(item)
+    if type(item) == "string" and valid[item] then
+      return item
+    end
+    return nil, "must be message, event or audit (got " .. (type(item) == "string" and show(item) or type_of(item))
+      .. ")"
+  end, "kinds (message, event, audit)")
+end
+
+function CHECK.stop_mode(v)
+  if type(v) ~= "string" or not STOP_MODES[v] then
+    return nil, "must be notify or block (got " .. (type(v) == "string" and show(v) or type_of(v)) .. ")"
+  end
+  return v
 end
 
 function CHECK.seconds(v)
@@ -469,7 +498,25 @@ function M.load(opts)
   if #channels > 0 then
     from_env.channels = yaml.array(channels)
   end
-  local defaults = { interval = DEFAULT_INTERVAL, channels = yaml.array(), workflows = yaml.array() }
+  -- The hooks never fail: an environment value that is not valid is
+  -- ignored (lenient) or fails like a broken config file.
+  for _, e in ipairs({ { "hook_kinds", "AGENT_CHAT_HOOK_KINDS", CHECK.kinds },
+                       { "stop_hook", "AGENT_CHAT_STOP_HOOK", CHECK.stop_mode } }) do
+    local raw = getenv(env, e[2])
+    if raw and sys.strip(raw) ~= "" then
+      local v, why = e[3](e[1] == "stop_hook" and sys.strip(raw) or raw)
+      if v == nil then
+        if not opts.lenient then
+          return errors.fail("CONFIG_INVALID", "$" .. e[2] .. " " .. why)
+        end
+        cfg.errors[#cfg.errors + 1] = "CONFIG_INVALID: $" .. e[2] .. " " .. why
+      else
+        from_env[e[1]] = v
+      end
+    end
+  end
+  local defaults = { interval = DEFAULT_INTERVAL, channels = yaml.array(), workflows = yaml.array(),
+                     hook_kinds = yaml.array(), stop_hook = "notify" }
   for _, s in ipairs(M.SETTINGS) do
     local f = s.field
     if f ~= "root" then

@@ -7,7 +7,7 @@
 local M = {}
 
 -- Codes whose message the CLI prints without the code, because the Python
--- tool prints exactly that line (SPEC.md 2.1, 2.5).
+-- tool prints exactly that line (docs/format.md 2.1, 2.5).
 M.plain = {
   CHANNEL_NOT_FOUND = true,
   CHANNEL_EXISTS = true,
@@ -22,7 +22,7 @@ M.plain = {
   INTERRUPTED = true,
 }
 
--- Exit codes by code (SPEC.md 2.5); everything else exits 1.
+-- Exit codes by code (docs/format.md 2.5); everything else exits 1.
 M.exit_codes = {
   CLAIM_LOST = 3,
   INTERRUPTED = 130,
@@ -36,6 +36,9 @@ Error.__name = "agentchat.error"
 Error.__tostring = function(e)
   return e.code .. ": " .. e.message
 end
+-- The host gives the INTERRUPTED error it raises on Ctrl-C this metatable
+-- too (src/lua_host.c, lstop), so it prints and tests like any other.
+debug.getregistry()[Error.__name] = Error
 
 --- Make an error object.
 function M.new(code, message, exit)
@@ -55,7 +58,7 @@ function M.exit_for(code, hint)
   return M.exit_codes[code] or hint or 1
 end
 
---- A message made fit for one line (SPEC.md 2.5: every failure is one
+--- A message made fit for one line (docs/format.md 2.5: every failure is one
 --- stderr line): CR and LF, which only user input can bring in (argparse
 --- quotes "unrecognized arguments" verbatim), are written as \r and \n,
 --- as Python's repr() writes them.

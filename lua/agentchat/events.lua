@@ -1,5 +1,5 @@
 -- agentchat.events: adapter-neutral capability/status events, schema v1
--- (SPEC.md 2.3, 3.10). An event is an ordinary message from the agent with
+-- (docs/format.md 2.3, 3.10). An event is an ordinary message from the agent with
 -- `status: event.<type>`, `title: event:<type>`, `to: all` and a body of
 -- compact JSON (sorted keys, "," / ":" separators, non-ASCII as UTF-8).
 --
@@ -64,7 +64,7 @@ local function clean_text(v)
 end
 
 -- agent / harness: non-empty clean text that also passes the two core rules
--- of a safe name (SPEC.md 3.10). Only those two: the name never becomes a
+-- of a safe name (docs/format.md 3.10). Only those two: the name never becomes a
 -- path (the message file uses its slug), so the file-system limits on
 -- channel names (length) do not apply.
 local function check_name(value, what)
@@ -132,7 +132,7 @@ local function is_version_1(v)
   return type(v) == "number" and v == 1
 end
 
---- Validate a decoded event object (SPEC.md 3.10). The checks run in the
+--- Validate a decoded event object (docs/format.md 3.10). The checks run in the
 --- Python tool's order, so the first problem reported is the same: object,
 --- schema_version, event type, unknown fields (all of them, sorted, joined
 --- by ", "), agent, harness, ts, then the type's own fields.

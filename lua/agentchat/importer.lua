@@ -315,7 +315,7 @@ function M.time(obj, key, optional)
 end
 
 --- The ts line of an instant: local time with its UTC offset, second
---- precision, as every other message (SPEC.md 3.3).
+--- precision, as every other message (docs/format.md 3.3).
 function M.format_ts(us)
   local secs = us // 1000000
   local z = os.date("%z", secs)
@@ -420,12 +420,18 @@ local function acks(ch, rec, report)
   return true
 end
 
---- The failure of a strict import of the plan (IMPORT_MALFORMED_LINES
---- when lines were skipped), or true.
-function M.strict_check(plan)
-  if plan.skipped > 0 then
-    return fail("IMPORT_MALFORMED_LINES", plan.skipped .. " malformed line" .. (plan.skipped == 1 and "" or "s")
-      .. " in " .. py.repr_str(plan.dir) .. " (strict: nothing imported)")
+--- Whether the plan may be imported: IMPORT_MALFORMED_LINES when every
+--- line was malformed (nothing to import: a wrong folder, most likely, and
+--- no channel should be made for it), or, with `strict`, when any was;
+--- else true.
+function M.strict_check(plan, strict)
+  local lines = plan.skipped .. " malformed line" .. (plan.skipped == 1 and "" or "s")
+  if plan.skipped > 0 and #plan.records == 0 then
+    return fail("IMPORT_MALFORMED_LINES", "every line in " .. py.repr_str(plan.dir) .. " is malformed ("
+      .. lines .. "): nothing imported")
+  end
+  if strict and plan.skipped > 0 then
+    return fail("IMPORT_MALFORMED_LINES", lines .. " in " .. py.repr_str(plan.dir) .. " (strict: nothing imported)")
   end
   return true
 end
@@ -449,18 +455,17 @@ local function exclusive(ch, opts)
 end
 
 --- Post the plan's records that ch lacks, in time order (stable for equal
---- times). opts.dry_run: count only. opts.strict: refuse a plan with
---- skipped lines (IMPORT_MALFORMED_LINES). opts.on_wait: called when
+--- times). opts.dry_run: count only. A plan whose lines were all malformed
+--- is refused (IMPORT_MALFORMED_LINES); opts.strict refuses one with any
+--- skipped line. opts.on_wait: called when
 --- another import into ch runs, before waiting for it to end. Returns the
 --- report {imported, present, skipped, warnings, seqs, dry_run}; a failure
 --- while posting names how far it got (a re-run finishes the import).
 function M.apply(ch, plan, opts)
   opts = opts or {}
-  if opts.strict then
-    local ok, msg, code, exit = M.strict_check(plan)
-    if not ok then
-      return nil, msg, code, exit
-    end
+  local usable, umsg, ucode, uexit = M.strict_check(plan, opts.strict)
+  if not usable then
+    return nil, umsg, ucode, uexit
   end
   local lock <close>, lmsg, lcode, lexit = exclusive(ch, opts)
   if lock == nil then

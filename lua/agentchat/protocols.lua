@@ -536,7 +536,8 @@ local function set_add(list, seen, name)
 end
 
 --- The team of a channel: the members of _meta.json (in their order), then
---- everyone else seen posting or reporting a status (by name), each with
+--- everyone else seen posting or reporting a status (by name; not the
+--- `system` actor of audit records), each with
 --- its latest status event, its lifecycle (LIFECYCLE; "unknown" without a
 --- signal) and when it was last seen (its latest message of any kind).
 --- opts = {silent_after=600, now=sys.time()}. Returns {channel,
@@ -580,8 +581,14 @@ function M.team(ch, opts)
     return s
   end
   local events = require "agentchat.events"
+  local kinds = require "agentchat.kinds"
   for _, m in ipairs(messages) do
     local from = m.from
+    -- `system` is the actor of the audit records that `state --write` and
+    -- `compact` post without --as: a tool, not a team member.
+    if from == "system" and kinds.of(m) == "audit" then
+      from = nil
+    end
     if from and from ~= "" then
       set_add(others, seen, from)
       local s = st(from)

@@ -1,4 +1,4 @@
--- agentchat.state: the derived summary of a channel (SPEC.md 2.3, 3.8).
+-- agentchat.state: the derived summary of a channel (docs/format.md 2.3, 3.8).
 --
 --   state.gather(ch, {strict=})      -- the data table (`state --json`)
 --   state.render(data)               -- the Markdown of the built-in template
@@ -10,6 +10,7 @@
 -- so json.dumps(data) is the --json output. Failures return nil, message,
 -- code, exit (STATE_* exit 1).
 local json = require "agentchat.json"
+local kinds = require "agentchat.kinds"
 local py = require "agentchat.pycompat"
 local sys = require "agentchat.sys"
 
@@ -173,15 +174,8 @@ local function cut_body(text)
 end
 
 -- Audit and event messages are records of the tools, never classified.
-local TOOL_PREFIXES = { "task.", "lease.", "path.", "state.", "event." }
-
 local function is_tool_message(status)
-  for _, p in ipairs(TOOL_PREFIXES) do
-    if status:sub(1, #p) == p then
-      return true
-    end
-  end
-  return false
+  return kinds.of_status(status) ~= "message"
 end
 
 -- A file that is not UTF-8 is left out, or fails --strict. Returns true,
@@ -477,7 +471,7 @@ function M.gather(ch, opts)
   return data
 end
 
---- The Markdown of `data` with the built-in template (SPEC.md 3.8).
+--- The Markdown of `data` with the built-in template (docs/format.md 3.8).
 function M.render(data)
   return require("agentchat.templates.state_md")(data)
 end

@@ -15,6 +15,12 @@
 --
 -- Between messages the loop blocks in ch:wait (inotify/dnotify, no CPU),
 -- waking every `interval` seconds to rescan and to call `tick`.
+--
+-- What a message whose handler keeps failing does is opts.on_error:
+-- "stop" (the default: give up, the cursor stays before it, so the next
+-- start tries it again), "skip" (post a `watch.skipped` record of the
+-- failure and go on past it) or "dead-letter" (post a pointer to it in the
+-- channel opts.dead_letter and go on).
 -- docs/watch.md is the user documentation; this file is the mechanism.
 local changes = require "agentchat.changes"
 local errors = require "agentchat.errors"
@@ -26,6 +32,7 @@ M.DEFAULT_INTERVAL = 5.0
 M.DEFAULT_RETRIES = 3
 M.DEFAULT_BACKOFF = 1.0
 M.MAX_BACKOFF = 60.0
+M.ON_ERROR = { "stop", "skip", "dead-letter" }
 
 -- The fields a script's table may have. Anything else is a typo that
 -- would otherwise silently never run.
@@ -148,11 +155,14 @@ end
 
 -- Call fn(...) until it returns, `attempts` times at most, pausing
 -- backoff, 2*backoff, 4*backoff ... (capped) in between. Returns true, or
--- false once every attempt failed (each failure reported with its
--- traceback). A signal propagates as the INTERRUPTED error.
+-- false and the last error once every attempt failed (each failure
+-- reported with its traceback). A signal propagates as the INTERRUPTED
+-- error.
 local function call(w, label, attempts, fn, ...)
+  local err
   for attempt = 1, attempts do
-    local ok, err = xpcall(fn, traceback, ...)
+    local ok
+    ok, err = xpcall(fn, traceback, ...)
     io.stdout:flush()
     if ok then
       return true
@@ -169,7 +179,7 @@ local function call(w, label, attempts, fn, ...)
       end
     end
   end
-  return false
+  return false, err
 end
 
 -- The handler and the argument a message goes to: its task or lock
@@ -198,6 +208,63 @@ local function io_failure(w, msg, code, exit)
   return errors.exit_for(code, exit), "error"
 end
 
+-- The first line of a handler failure (its traceback cut off).
+local function first_line(err)
+  return (tostring(err):match("^[^\n]*"))
+end
+
+local RECORD_JSON = { indent = 2, sort_keys = true, ensure_ascii = false }
+
+-- With --on-error skip or dead-letter: record that the handler `kind` gave
+-- up on message m (error `err`) and let the loop go past it. Returns true,
+-- or nil, message, code, exit when the record could not be posted.
+local function set_aside(w, kind, m, err)
+  local ch, attempts = w.channel, w.attempts
+  local what = string.format("handler '%s' failed %d time%s on #%d", kind, attempts,
+    attempts == 1 and "" or "s", m.seq)
+  if w.on_error == "skip" then
+    -- A record in the channel itself, from and to the watcher: no reader
+    -- gets it by accident (the watcher never reads its own messages), and
+    -- `peek CH --kind audit` or `read CH --as NAME --all --kind audit`
+    -- lists it.
+    local res, msg, code, exit = ch:post{
+      from = w.as, to = w.as, status = "watch.skipped", title = "watch.skipped #" .. m.seq,
+      body = require("agentchat.json").dumps({
+        event = "watch.skipped", agent = w.as, channel = ch.name, seq = m.seq, file = m.file,
+        handler = kind, attempts = attempts, error = first_line(err),
+      }, RECORD_JSON) .. "\n",
+    }
+    if not res then
+      return nil, msg, code, exit
+    end
+    w.log(string.format("watch: warning: %s; skipped it (recorded as #%d)", what, res.seq))
+    return true
+  end
+  local res, msg, code, exit = w.dead_letter:post{
+    from = w.as, to = "all", status = "dead-letter",
+    title = string.format("dead letter: %s#%d %s", ch.name, m.seq, m.title or ""),
+    body = table.concat({
+      string.format("`%s` gave up on message #%d of channel %s: %s.", w.as, m.seq, ch.name, what),
+      "",
+      "- channel: " .. ch.name,
+      "- seq: " .. m.seq,
+      "- file: " .. tostring(m.file),
+      "- from: " .. tostring(m.from),
+      "- title: " .. tostring(m.title),
+      "- error: " .. first_line(err),
+      "",
+      string.format("Read it with: agent-chat peek %s -n 1 (it is #%d), or agent-chat read %s --as %s --all --peek",
+        ch.name, m.seq, ch.name, w.as),
+      "",
+    }, "\n"),
+  }
+  if not res then
+    return nil, msg, code, exit
+  end
+  w.log(string.format("watch: warning: %s; dead-lettered it to %s as #%d", what, w.dead_letter.name, res.seq))
+  return true
+end
+
 -- Deliver one batch message by message; the cursor follows each handled
 -- one. Returns nil to go on, or the exit code and reason to stop.
 local function deliver(w, batch)
@@ -206,10 +273,20 @@ local function deliver(w, batch)
   end
   for _, m in ipairs(batch.messages) do
     local kind, fn, item = route(w, m)
-    if fn and not call(w, string.format("handler '%s' on #%d", kind, m.seq), w.attempts, fn, item, w.ctx) then
-      return give_up(w, "#" .. m.seq)
+    local done, err = true, nil
+    if fn then
+      done, err = call(w, string.format("handler '%s' on #%d", kind, m.seq), w.attempts, fn, item, w.ctx)
     end
-    local ok, msg, code, exit = w.channel:set_cursor(w.as, m.seq)
+    if not done then
+      if w.on_error == "stop" then
+        return give_up(w, "#" .. m.seq)
+      end
+      local ok, msg, code, exit = set_aside(w, kind, m, err)
+      if not ok then
+        return io_failure(w, msg, code, exit)
+      end
+    end
+    local ok, msg, code, exit = w.channel:advance_cursor(w.as, m.seq)
     if not ok then
       return io_failure(w, msg, code, exit)
     end
@@ -301,12 +378,25 @@ local function check_opts(opts)
   if opts.retries ~= nil and (math.type(opts.retries) ~= "integer" or opts.retries < 0) then
     error("watch.run: retries must be a non-negative integer", 3)
   end
+  local on_error = opts.on_error or "stop"
+  if on_error ~= "stop" and on_error ~= "skip" and on_error ~= "dead-letter" then
+    error("watch.run: on_error must be stop, skip or dead-letter", 3)
+  end
+  local dl = opts.dead_letter
+  if (on_error == "dead-letter") ~= (dl ~= nil) then
+    error("watch.run: dead_letter (a channel) goes with on_error = \"dead-letter\", and only with it", 3)
+  end
+  if dl ~= nil and (type(dl) ~= "table" or type(dl.post) ~= "function") then
+    error("watch.run: dead_letter must be a channel", 3)
+  end
 end
 
 --- Run the loop on channel `ch` (an agentchat.Channel) until it stops.
 --- opts: as (the agent), handlers (a function or table, see M.handlers),
 --- once, interval, tasks, locks, retries, backoff, args (list given to
---- the handlers as ctx.args), log (function(line), default stderr).
+--- the handlers as ctx.args), log (function(line), default stderr),
+--- on_error ("stop" | "skip" | "dead-letter", see the top) and dead_letter
+--- (the channel, an agentchat.Channel, for "dead-letter").
 --- Returns the exit code and the reason: 0 "once" | 0 "stopped" (a
 --- handler called ctx.stop()) | 1 "failed" (a handler kept failing) |
 --- 1 "error" (the channel failed) | 130 "signal" (SIGINT or SIGTERM).
@@ -323,6 +413,7 @@ function M.run(ch, opts)
     attempts = 1 + (opts.retries or M.DEFAULT_RETRIES),
     backoff = opts.backoff or M.DEFAULT_BACKOFF,
     args = opts.args or {},
+    on_error = opts.on_error or "stop", dead_letter = opts.dead_letter,
     log = opts.log or function(line)
       io.stdout:flush()
       io.stderr:write("agent-chat: " .. line .. "\n")

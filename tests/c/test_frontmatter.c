@@ -1,6 +1,6 @@
 /*
- * test_frontmatter.c - the message file format of SPEC.md 3.3 and the
- * relevance rule of SPEC.md 4 (frontmatter.h): the tolerant reader, the
+ * test_frontmatter.c - the message file format of docs/format.md 3.3 and the
+ * relevance rule of docs/format.md 4 (frontmatter.h): the tolerant reader, the
  * recipient rules and the byte-exact writer.
  */
 #include <stdint.h>
@@ -205,7 +205,7 @@ struct compose_case {
     { seq, from, to, reply, chan, ts, status, title, body, sizeof(body) - 1, NULL, 0 }
 
 static const struct compose_case compose_cases[] = {
-    { "SPEC example",
+    { "format.md example",
       FIELDS(4, "bob", "all", NULL, "demo", TS, "discussion", "Hello: world/Test", "hi\n"),
       "---\nseq: 4\nfrom: bob\nto: all\nchannel: demo\nts: " TS "\nstatus: discussion\n"
       "title: Hello: world/Test\n---\nhi\n", 0 },

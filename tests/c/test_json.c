@@ -1,15 +1,15 @@
 /*
  * test_json.c - JSON written byte for byte as Python's json.dumps (json.h),
- * Python float repr(), and the _meta.json record of SPEC.md 3.2.
+ * Python float repr(), and the _meta.json record of docs/format.md 3.2.
  *
  * Every expected string is python3 output on this machine:
  *   json.dumps(v, indent=2)                                   ac_json_py_indent2
  *   json.dumps(v)                                             style_default
  *   json.dumps(v, separators=(",", ":"))                      style_compact
  *   json.dumps(v, separators=(",", ":"), ensure_ascii=False,
- *              sort_keys=True)                                style_event (SPEC 3.10)
- *   json.dumps(v, indent=2, ensure_ascii=False)               style_task (SPEC 3.5)
- *   json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True) style_lock (SPEC 3.7)
+ *              sort_keys=True)                                style_event (format.md 3.10)
+ *   json.dumps(v, indent=2, ensure_ascii=False)               style_task (format.md 3.5)
+ *   json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True) style_lock (format.md 3.7)
  * The input of each case is json.dumps(v), loaded with jansson.
  */
 #include <math.h>
@@ -334,7 +334,7 @@ static void test_dump_reals(void)
     json_decref(v);
 }
 
-/* SPEC.md 3.2: exactly these bytes, no trailing newline. */
+/* docs/format.md 3.2: exactly these bytes, no trailing newline. */
 static void test_meta(void)
 {
     static const char *const members[] = { "zo\xc3\xab", "\xe6\x9d\x8e" };
@@ -360,7 +360,7 @@ static void test_meta(void)
                                 "2026-11-30T05:01:22+00:00", &len);
     json_t *parsed;
 
-    TAP_STR_EQ(out, want, "_meta.json of the SPEC 3.2 example");
+    TAP_STR_EQ(out, want, "_meta.json of the format.md 3.2 example");
     TAP_INT_EQ(len, sizeof want - 1, "_meta.json length (no trailing newline)");
     parsed = out ? ac_meta_parse(out, len) : NULL;
     TAP_OK(parsed && json_is_object(parsed) &&

@@ -1,5 +1,5 @@
 /*
- * test_pathlock.c - path locks through pathlock.h (SPEC.md 2.2, 3.7, 3.9):
+ * test_pathlock.c - path locks through pathlock.h (docs/format.md 2.2, 3.7, 3.9):
  * overlap, the argument rules, record parsing with the Python tool's
  * messages, the exact record bytes, the journal's shapes, and every
  * operation on a real channel (conflicts, expiry, recovery, the decisions

@@ -1,5 +1,5 @@
 /*
- * test_pathnorm.c - workspace-relative paths (SPEC.md 3.7 "Path
+ * test_pathnorm.c - workspace-relative paths (docs/format.md 3.7 "Path
  * normalization"): the lexical rules with the Python tool's messages, and
  * the symlink resolution, whose expected results were printed by python3
  * (3.11) as (channel / raw).resolve().relative_to(channel.resolve()) on

@@ -174,7 +174,8 @@ static void test_cursor(void)
     TAP_INT_EQ(ac_receipt_cursor(ch, "bob", &mtime), 0, "a missing cursor is 0");
     TAP_INT_EQ(mtime, 0, "  with no time");
     ac_cursor_set(ch, "Bob", 4, &err);
-    TAP_INT_EQ(ac_receipt_cursor(ch, "bob", &mtime), 4, "cursors are shared by slug (Bob, bob)");
+    TAP_INT_EQ(ac_receipt_cursor(ch, "bob", &mtime), 0, "Bob's cursor is not bob's");
+    TAP_INT_EQ(ac_receipt_cursor(ch, "Bob", &mtime), 4, "Bob's cursor");
     TAP_OK(mtime > 0, "  with the file's time");
     close(ch);
 }

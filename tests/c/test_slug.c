@@ -1,9 +1,9 @@
 /*
- * test_slug.c - ac_slugify against Python (SPEC.md 3.3):
+ * test_slug.c - ac_slugify against Python (docs/format.md 3.3):
  *
  *     re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")[:40].rstrip("-") or "msg"
  *
- * The table was generated with python3 on this machine: the SPEC examples,
+ * The table was generated with python3 on this machine: the format.md examples,
  * the 40-character cut, the two non-ASCII characters whose lower() contains
  * ASCII letters (U+0130 -> "i" + U+0307 and U+212A KELVIN SIGN -> "k"), other
  * case-mapping traps, and 40 random strings (random.seed(42)) over an

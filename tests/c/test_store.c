@@ -1,7 +1,7 @@
 /*
  * test_store.c - the file system backend through store.h: channels, posts
  * and seq allocation, listings, the inbox, cursors, the scan stamp and the
- * legacy marker claim. The folder it leaves is SPEC.md section 3.
+ * legacy marker claim. The folder it leaves is docs/format.md section 3.
  */
 #define _GNU_SOURCE   /* fsetxattr */
 #include <errno.h>
@@ -209,7 +209,7 @@ static void test_channels(void)
     rc = st->ops->chan_open(st, "file", &ch, &err);
     TAP_OK(rc == -1 && strcmp(err.code, "CHANNEL_NOT_FOUND") == 0, "a plain file is not found");
 
-    /* Ordinary odd names are channels (SPEC 3.1). */
+    /* Ordinary odd names are channels (format.md 3.1). */
     create_chan("odd name");
     create_chan("say\"hi\"");
     create_chan("\xc3\xbcn\xc3\xaf");
@@ -282,10 +282,10 @@ static void test_invalid_names(void)
         struct ac_err err = AC_ERR_INIT;
         TAP_OK(ac_channel_name_check("a/b", &err) == -1 &&
                strcmp(err.msg, "invalid channel name (path traversal blocked): 'a/b'") == 0,
-               "SPEC message for 'a/b'");
+               "format.md message for 'a/b'");
         TAP_OK(ac_channel_name_check("_x", &err) == -1 &&
                strcmp(err.msg, "invalid channel name (reserved prefix blocked): '_x'") == 0,
-               "SPEC message for '_x'");
+               "format.md message for '_x'");
         TAP_OK(ac_channel_name_check("a\nb", &err) == -1 && strstr(err.msg, "'a\\nb'"),
                "control characters are shown escaped");
     }
@@ -416,7 +416,7 @@ static void test_post(void)
     post_full(ch, "A Very Long Sender Name That Goes On And On", "all",
               "Ünïcødé 日本語 title", "x", &res);
     TAP_STR_EQ(res.name, "0018-a-very-long-sender-name-that-goes-on-and-n-c-d-title.md",
-               "sender slug cut at 40, title slug of SPEC 3.3");
+               "sender slug cut at 40, title slug of format.md 3.3");
     st->ops->chan_close(ch);
 }
 
@@ -736,12 +736,15 @@ static void test_cursors(void)
     TAP_OK(s1.st_ino != s2.st_ino, "a new value is published atomically (new inode)");
     TAP_INT_EQ(t_count_temps(cdir), 0, "no temp left in .cursors");
 
-    TAP_INT_EQ(st->ops->cursor_get(ch, "Bob"), 6, "Bob and bob share a cursor (slug)");
+    TAP_INT_EQ(st->ops->cursor_get(ch, "Bob"), 0, "Bob and bob do not share a cursor");
     st->ops->cursor_set(ch, "Claude_1", 9, &err);
-    TAP_INT_EQ(st->ops->cursor_get(ch, "claude-1"), 9, "Claude_1 and claude-1 share a cursor");
-    TAP_OK(t_exists(t_path("%s/claude-1.txt", cdir)), "stored as .cursors/claude-1.txt");
+    TAP_INT_EQ(st->ops->cursor_get(ch, "claude-1"), 0, "Claude_1 and claude-1 do not share one");
+    TAP_INT_EQ(st->ops->cursor_get(ch, "Claude_1"), 9, "Claude_1 reads its own");
+    TAP_OK(!t_exists(t_path("%s/claude-1.txt", cdir)), "not stored as .cursors/claude-1.txt");
+    TAP_INT_EQ(t_count(cdir, "claude-1.", ".txt"), 1, "but as claude-1.<hash>.txt (cursor.h)");
     st->ops->cursor_set(ch, "!!!", 1, &err);
-    TAP_OK(t_exists(t_path("%s/msg.txt", cdir)), "an agent that slugs to nothing uses msg.txt");
+    TAP_OK(!t_exists(t_path("%s/msg.txt", cdir)), "an agent that slugs to nothing does not use msg.txt");
+    TAP_INT_EQ(t_count(cdir, "msg.", ".txt"), 1, "but msg.<hash>.txt");
 
     for (i = 0; i < COUNT(cases); i++) {
         t_write(bobf, cases[i].text);

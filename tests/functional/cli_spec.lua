@@ -1,4 +1,4 @@
--- Functional specs for the command line as a whole (SPEC.md 2, 2.5): usage
+-- Functional specs for the command line as a whole (docs/format.md 2, 2.5): usage
 -- errors, help, the one-line error format and root selection. Every run
 -- here also checks that stderr never shows a traceback.
 local H = require "spec_helper"
@@ -73,7 +73,7 @@ describe("agent-chat usage errors", function()
     end)
   end
 
-  -- SPEC.md 2.5: every failure is one "agent-chat: ..." line; usage errors
+  -- docs/format.md 2.5: every failure is one "agent-chat: ..." line; usage errors
   -- carry argparse's message in "agent-chat: USAGE: <cmd>: <message> (see ...)".
   it("prints every usage error as exactly one stderr line starting 'agent-chat: '", function()
     local bad = {}
@@ -274,7 +274,7 @@ describe("agent-chat error lines", function()
       "could not read or parse _meta.json for channel 'broken'")
   end)
 
-  -- SPEC.md 5.5: a _meta.json that is valid JSON but not an object (an
+  -- docs/format.md 5.5: a _meta.json that is valid JSON but not an object (an
   -- array such as "[1, 2, 3]" or "[]") is an error for roster, while
   -- channels still lists the channel.
   it("reports a _meta.json that is valid JSON but not an object", function()

@@ -1,4 +1,4 @@
--- Functional specs for concurrent processes on one channel (SPEC.md 4
+-- Functional specs for concurrent processes on one channel (docs/format.md 4
 -- "Sequence allocation", "Atomic publish", "wait"; 5.1-5.3): parallel
 -- posters get distinct gap-free seqs, readers never see a partial message,
 -- a restarted `wait` never misses one, and deleted seqs are never reused.

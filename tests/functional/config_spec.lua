@@ -76,6 +76,8 @@ describe("no config files", function()
       "wait.interval   5.0" .. string.rep(" ", #w.root - 3) .. "  default",
       "state.template  (built-in)" .. string.rep(" ", #w.root - 10) .. "  default",
       "workflows.path  (none)" .. string.rep(" ", #w.root - 6) .. "  default",
+      "hooks.kinds     (all)" .. string.rep(" ", #w.root - 5) .. "  default",
+      "hooks.stop      notify" .. string.rep(" ", #w.root - 6) .. "  default",
     }, "\n") .. "\n", r.stdout)
     assert.equal("", r.stderr)
   end)
@@ -368,7 +370,7 @@ describe("broken config files", function()
 
   local CASES = {
     { "idenity:\n  name: a\n", "line 1, column 1: unknown key 'idenity' (known keys: identity, root, channels, "
-      .. "wait, state, workflows)" },
+      .. "wait, state, workflows, hooks)" },
     { "wait:\n  intervall: 3\n", "line 2, column 3: unknown key 'wait.intervall' (known keys: wait.interval)" },
     { "wait:\n  interval: fast\n", "line 2, column 3: wait.interval must be a positive number of seconds "
       .. "(got a string)" },

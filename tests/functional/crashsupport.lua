@@ -57,7 +57,7 @@ C.BASE = {
 -- always (it also removes temp files a crash left in locks/). `after_error`
 -- is the code of the error a command prints when an I/O error hits it
 -- after its commit point: the change stands, the journal stays, and the
--- recovery finishes it (SPEC 3.6; docs/path-locks.md). A command without
+-- recovery finishes it (format.md 3.6; docs/path-locks.md). A command without
 -- one must never fail after its commit point (post and compact report a
 -- failed directory sync after publication as a warning, exit 0).
 C.LEASE = { when = "claims/.lease-transaction.json", argv = { "task", "recover-pending", "c", "--as", "ops" },
@@ -86,7 +86,7 @@ C.COMMANDS = {
   -- fault between the two leaves the new state.md without the message.
   { name = "compact", argv = { "compact", "c" },
     commits = { { "state.publish", take = "^state%.md$" }, { "post.message.publish" } } },
-  -- task create and update are not journaled (SPEC 3.5, as in the Python
+  -- task create and update are not journaled (format.md 3.5, as in the Python
   -- tool): a crash between the record and its audit message leaves the
   -- record without the message; an error there is rolled back.
   { name = "task create", argv = { "task", "create", "c", "t9", "--from", "lead", "--title", "New" },

@@ -34,6 +34,17 @@ describe("scripts/demo", function()
       "Tokenizer merged, nothing in flight.\n",
       "alice   idle       idle",
       "bob     shutdown   -",
+      -- the commands it prints are the ones it runs (issue 13, item 8): the
+      -- background ones with every flag and their redirection
+      "$ agent-chat wait demo --as bob --timeout 30 > bob.out &\n",
+      "$ agent-chat post demo --from alice --to bob --title 'Review the grammar?' --body 'It parses the test "
+        .. "suite; is the precedence table right?' --wait-for acked --timeout 30 > alice.out &\n",
+      "$ agent-chat request demo --from alice --to bob --type shutdown_request --body 'Wrapping up.' --timeout 30 "
+        .. "> request.out &\n",
+      "$ agent-chat post demo --from bob --to alice --title 'Re: Kickoff' --reply 1 --status answer --body "
+        .. "'Taking the tokenizer.\nI will post when the tests pass.'\n",
+      -- the hook counts audit records unless told to count peer messages
+      "$ AGENT_CHAT_NAME=alice AGENT_CHAT_HOOK_KINDS=message agent-chat hook prompt\n--- (nothing",
     }) do
       assert(out:find(want, 1, true), "demo output lacks " .. F.show(want) .. ":\n" .. out)
     end

@@ -1,4 +1,4 @@
--- Functional specs for event errors (SPEC.md 2.3, 2.5, 3.10): every EVENT_*
+-- Functional specs for event errors (docs/format.md 2.3, 2.5, 3.10): every EVENT_*
 -- code, from `event post` (nothing written) and from `event read` meeting a
 -- hand-made event message (exit 2, the exact "agent-chat: CODE: message"
 -- line, the events before it already printed, none after it, and the same
@@ -18,7 +18,7 @@ local function ac(root, ...)
   return r
 end
 
---- A message file as `event post` writes it (SPEC.md 3.3, 3.10), or with
+--- A message file as `event post` writes it (docs/format.md 3.3, 3.10), or with
 --- `status` in place of the event status line.
 local function message(seq, status, body)
   return table.concat({
@@ -122,7 +122,7 @@ local NOT_STRINGS = "EVENT_INVALID_PRIMITIVES: primitives must be strings"
 local ALL8 = '["messages","cursors","wait","tasks","dependencies","leases","path_locks","state_summary"]'
 
 -- { label, frontmatter status, body, expected "CODE: message" (a trailing
--- "*" compares only the prefix; used where SPEC.md does not fix the text) }
+-- "*" compares only the prefix; used where docs/format.md does not fix the text) }
 local READ_CASES = {
   -- Not JSON: the message file name.
   { "text body", "event.status", "not json", MALFORMED },
@@ -520,7 +520,7 @@ describe("event post errors", function()
   end
 
   -- Usage errors (exit 2, one line; the text is argparse's and not fixed
-  -- by SPEC.md beyond that).
+  -- by docs/format.md beyond that).
   local USAGE = {
     { { "event", "post", CH, "--from", "a", "--type", "status", "--harness", "h", "--status", "sleeping" },
       "invalid choice: 'sleeping'" },

@@ -1,8 +1,8 @@
--- Functional specs for the event schema (SPEC.md 3.10):
+-- Functional specs for the event schema (docs/format.md 3.10):
 -- schemas/agent-chat-event.schema.json is a valid JSON Schema 2020-12 that
--- states what SPEC.md asks of it; every event that `event post` writes
+-- states what docs/format.md asks of it; every event that `event post` writes
 -- (capability with every --primitives form, status with every value, with
--- and without --detail, unicode text) is a message with the SPEC's
+-- and without --detail, unicode text) is a message with format.md's
 -- frontmatter whose body is canonical compact JSON that a real validator
 -- (tests/validate-json-schema: Debian's python3-jsonschema,
 -- Draft202012Validator) accepts, and `event read` prints each one as
@@ -48,7 +48,7 @@ local function all_valid(docs, canonical)
   assert.equal(0, v.code)
 end
 
---- slugify of SPEC.md 3.3 (non-ASCII letters are outside [a-z0-9], so
+--- slugify of docs/format.md 3.3 (non-ASCII letters are outside [a-z0-9], so
 --- byte-wise lower-casing is enough: "Zoë Ünïcødé" gives "zo-n-c-d").
 local function slugify(s)
   s = s:lower():gsub("[^a-z0-9]+", "-"):gsub("^%-+", ""):gsub("%-+$", "")
@@ -75,7 +75,7 @@ describe("the event schema file", function()
     assert.equal(0, v.code)
   end)
 
-  it("states what SPEC.md 3.10 asks: $schema, additionalProperties, required order, const, enums", function()
+  it("states what docs/format.md 3.10 asks: $schema, additionalProperties, required order, const, enums", function()
     local s = assert(json.loads(assert(F.read(SCHEMA))))
     assert.equal("https://json-schema.org/draft/2020-12/schema", s["$schema"])
     assert.equal("object", s.type)

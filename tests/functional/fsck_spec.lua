@@ -199,7 +199,7 @@ describe("fsck finding codes", function()
     F.write(dir .. "/.cursors/carol.txt", "x1")
     F.write(dir .. "/.cursors/dave.txt", "")
     F.write(dir .. "/.cursors/erin.txt", "99")
-    F.write(dir .. "/.cursors/fred.txt", " 1\n")    -- whitespace is fine (SPEC.md 3.4)
+    F.write(dir .. "/.cursors/fred.txt", " 1\n")    -- whitespace is fine (docs/format.md 3.4)
     expect(root, {
       "c: FSCK_BAD_CURSOR: .cursors/carol.txt: is not a decimal seq ('x1'; reads as 0)",
       "c: FSCK_BAD_CURSOR: .cursors/dave.txt: is empty (reads as 0: every message shows again)",

@@ -1,4 +1,4 @@
--- Functional specs for the host hooks (SPEC.md 4, Hooks) beyond the
+-- Functional specs for the host hooks (docs/format.md 4, Hooks) beyond the
 -- conformance scenarios: the summary bound at its edges (characters, not
 -- bytes), hooks that never fail and never write (hostile roots, channels
 -- and environment), and the Claude Code plugin in claude-plugin/: its JSON
@@ -169,13 +169,13 @@ describe("the Claude Code plugin", function()
     for event, groups in pairs(spec.hooks) do
       for _, group in ipairs(groups) do
         for _, h in ipairs(group.hooks) do
-          local words = {}
-          for w in h.command:gmatch("%S+") do
-            words[#words + 1] = w
-          end
-          assert.are.equal("agent-chat", table.remove(words, 1), h.command)
-          seen[event] = words[2]
-          quiet_ok(F.run(words, { env = { AGENT_CHAT_ROOT = F.tmpdir() } }))
+          -- the wrapper that finds the binary (plugin_spec.lua runs it as
+          -- Claude Code does, with and without a binary)
+          local kind = h.command:match('^"%${CLAUDE_PLUGIN_ROOT}/bin/agent%-chat%-hook" (%S+)$')
+          assert.truthy(kind, h.command)
+          seen[event] = kind
+          assert.are.equal(0, F.shell(h.command .. " </dev/null", { CLAUDE_PLUGIN_ROOT = PLUGIN,
+            AGENT_CHAT_BIN = F.bin, AGENT_CHAT_ROOT = F.tmpdir() }))
         end
       end
     end

@@ -3,7 +3,7 @@
 -- order, each labelled with its channel, and each channel's cursor moved
 -- exactly as `read` moves it (checked against `read` run on a copy).
 --
--- The three channels are written by hand (SPEC.md 3.3 files) so that their
+-- The three channels are written by hand (docs/format.md 3.3 files) so that their
 -- `ts` values interleave across channels and disagree with seq order once.
 local H = require "spec_helper"
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path

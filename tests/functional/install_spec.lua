@@ -358,9 +358,14 @@ describe("the bash completion", function()
       { "blocked", "cancelled", "done", "in_progress", "open" } },
     { { "agent-chat", "recover-pending", "dev", "--resolve-publication", "" }, { "published", "rollback" } },
     { { "agent-chat", "post", "dev", "--st" }, { "--status" } },
-    { { "agent-chat", "read", "dev", "--" }, { "--all", "--as", "--help", "--peek" } },
-    { { "agent-chat", "peek", "-" }, { "--help", "-h", "-n" } },
-    { { "agent-chat", "--" }, { "--help", "--root" } },
+    { { "agent-chat", "read", "dev", "--" },
+      { "--all", "--as", "--help", "--kind", "--max-bytes", "--max-messages", "--peek" } },
+    { { "agent-chat", "peek", "-" }, { "--help", "--kind", "-h", "-n" } },
+    { { "agent-chat", "wait", "dev", "--kind", "" }, { "audit", "event", "message" } },
+    { { "agent-chat", "inbox", "--as", "bob", "--kind", "=", "m" }, { "message" } },
+    { { "agent-chat", "inbox", "--channels", "d" }, { "dev" } },
+    { { "agent-chat", "inbox", "--channels", "dev," }, { "dev,ops" } },
+    { { "agent-chat", "--" }, { "--help", "--root", "--version" } },
     { { "agent-chat", "task", "claim", "dev", "" }, { "build", "design" } },
     { { "agent-chat", "task", "update", "dev", "build", "--depends-on", "design,b" }, { "design,build" } },
     { { "agent-chat", "read", "dev", "--as", "" }, { "alice", "bob", "carol" } },
@@ -370,7 +375,9 @@ describe("the bash completion", function()
     { { "agent-chat", "check", "dev", "src/", "src/" }, { "src/a.c" } },
     { { "agent-chat", "post", "dev", "--body-file", "bo" }, { "body.d", "body.md" } },
     { { "agent-chat", "watch", "dev", "--script", "br" }, { "brief.lua" } },
-    { { "agent-chat", "watch", "dev", "--o" }, { "--once" } },
+    { { "agent-chat", "watch", "dev", "--o" }, { "--on-error", "--once" } },
+    { { "agent-chat", "watch", "dev", "--on-error", "" }, { "dead-letter", "skip", "stop" } },
+    { { "agent-chat", "watch", "dev", "--dead-letter", "o" }, { "ops" } },
     { { "agent-chat", "state", "dev", "--template", "" }, { "body.d", "brief.lua" } },
     { { "agent-chat", "run", "br" }, { "brief.lua" } },
     { { "agent-chat", "run", "brief.lua", "-" }, {} },
@@ -394,7 +401,11 @@ describe("the bash completion", function()
       assert.equal(0, F.run({ "--root", root, "task", "create", "dev", id, "--from", "alice",
                               "--title", id }).code)
     end
-    assert.equal(0, F.run({ "--root", root, "read", "dev", "--as", "carol" }).code)
+    -- the agents: the members alice and bob, and the cursors of carol, of
+    -- alice again (listed once) and of Zed (a hashed file: not a name)
+    for _, who in ipairs({ "carol", "alice", "Zed" }) do
+      assert.equal(0, F.run({ "--root", root, "read", "dev", "--as", who }).code)
+    end
     local cwd = F.tmpdir()
     F.write(cwd .. "/body.md", "hi")
     F.write(cwd .. "/brief.lua", "")

@@ -1,6 +1,6 @@
--- Functional specs for path locks (SPEC.md 2.2, 3.7, 3.9), spawning the
+-- Functional specs for path locks (docs/format.md 2.2, 3.7, 3.9), spawning the
 -- binary: a table of hostile and tricky paths (each accepted with its
--- normalized form or refused with the SPEC's code, and nothing written on
+-- normalized form or refused with format.md's code, and nothing written on
 -- refusal), races between 16 processes (active locks never overlap,
 -- exactly one request of an overlapping set wins), a crash (and an I/O
 -- failure) at every fault point of lock, unlock and recover (afterwards

@@ -61,7 +61,7 @@ describe("post --type/--request-id/--role", function()
     root = setup_root()
   end)
 
-  it("writes a post without the new flags byte for byte as before (SPEC.md 3.3)", function()
+  it("writes a post without the new flags byte for byte as before (docs/format.md 3.3)", function()
     assert.equal(1, F.post(root, "dev", "lead", "Hello: world/Test", "body\n\n", "--to", "bob", "--reply", "3"))
     local text, name = message_file(root, 1)
     assert.equal("0001-lead-hello-world-test.md", name)
@@ -99,7 +99,7 @@ describe("post --type/--request-id/--role", function()
       "--type", "shutdown_request", "--request-id", "r9", "--role", "steer")
     local _, name = message_file(root, 1)
     local script = F.tmpdir() .. "/fm.py"
-    -- SPEC.md 3.3's reader, as the Python tool implements it.
+    -- docs/format.md 3.3's reader, as the Python tool implements it.
     F.write(script, [[
 import json, sys
 def parse(text):

@@ -245,9 +245,11 @@ describe("receipts of a message to three agents", function()
     assert.equal(6, #lines)
   end)
 
-  it("reads a cursor shared by slug (SPEC.md 3.4): Bob's read moves bob's cursor", function()
+  it("reads the addressee's own cursor: Bob's read does not mark bob's message read", function()
     F.post(root, "dev", "alice", "caps", "x", "--to", "bob")
     ok(root, { "read", "dev", "--as", "Bob" })
+    assert.same({ bob = "delivered" }, states(receipts(root, "dev", 2)))
+    ok(root, { "read", "dev", "--as", "bob" })
     assert.same({ bob = "read" }, states(receipts(root, "dev", 2)))
   end)
 

@@ -1,4 +1,4 @@
--- Functional specs for `agent-chat run SCRIPT ARGS...` (SPEC.md 6): the
+-- Functional specs for `agent-chat run SCRIPT ARGS...` (docs/format.md 6): the
 -- script's arg table and varargs, the embedded modules, errors with a
 -- traceback, os.exit codes, --root, and a script read from stdin.
 local H = require "spec_helper"

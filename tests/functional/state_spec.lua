@@ -1,4 +1,4 @@
--- Functional specs for `state` and `compact` (SPEC.md 2.3, 3.8): a golden
+-- Functional specs for `state` and `compact` (docs/format.md 2.3, 3.8): a golden
 -- channel built by hand (tests/fixtures/state/proj: decisions by status,
 -- title, `type:` and heading; blockers by title, status and heading;
 -- verification messages and a done task with its completing audit
@@ -63,7 +63,7 @@ local function mask_generated(text)
 end
 
 describe("state of the golden channel", function()
-  it("prints the Markdown of SPEC.md 3.8 byte for byte", function()
+  it("prints the Markdown of docs/format.md 3.8 byte for byte", function()
     local root = fixture()
     local r = ok(ac(root, "state", "proj"))
     assert.are.equal(GOLDEN_MD, r.stdout)

@@ -1,4 +1,4 @@
--- Crash safety of the lease mutations (issue 3 acceptance; SPEC.md 3.6
+-- Crash safety of the lease mutations (issue 3 acceptance; docs/format.md 3.6
 -- "Lifecycle of one mutation" / "Failure handling", 4 "Atomic publish",
 -- include/agentchat/lease.h, include/agentchat/fault.h).
 --
@@ -16,7 +16,7 @@
 --   * pending: every lease command and `task update` fail with
 --     LEASE_TRANSACTION_PENDING (changing nothing), and
 --     `task recover-pending` brings it to one of the two states above,
---     choosing as SPEC 3.6 says (prepared -> rollback; applied -> cleanup
+--     choosing as format.md 3.6 says (prepared -> rollback; applied -> cleanup
 --     iff the audit message exists; published -> cleanup), posts
 --     lease.transaction.recovered / .cleaned, and leaves no journal;
 -- and a follow-up lease command works. Message files are checked after
@@ -24,7 +24,7 @@
 -- the audit log agrees with the records (the command's event message exists
 -- iff the change was kept). A crash while posting the audit message leaves
 -- the `_seq.lock` directory behind; posters treat it as stale only when its
--- mtime is more than 30 s old (SPEC 4 "Sequence allocation"), so the walk
+-- mtime is more than 30 s old (format.md 4 "Sequence allocation"), so the walk
 -- ages it with touch before running recover-pending (otherwise the
 -- recovery's own audit post would wait 10 s and fail).
 -- Leftovers (*.tmp, _seq.lock, .seqres-*) are reported by separate tests.
@@ -164,7 +164,7 @@ local function new_messages(snap, before, probs, where)
   return out
 end
 
---- nil, or why the record of t1 and its claim files disagree (SPEC 3.6:
+--- nil, or why the record of t1 and its claim files disagree (format.md 3.6:
 --- owner and lease_expires_at equal the claim's; one claim file at most).
 local function lease_mismatch(snap)
   local rec = json.loads((snap["tasks/t1.json"] or "f:"):sub(3))
@@ -250,7 +250,7 @@ local function one_run(sc, prep, point, n, action)
     end
   elseif r.code == 0 and (point == "post.dirsync" or point == "post.unlock") then
     -- A failure after the audit message became visible: the message is
-    -- published, so the change stands and the command succeeds (SPEC 3.6
+    -- published, so the change stands and the command succeeds (format.md 3.6
     -- decides publication by the message's presence); checked below as
     -- "changed".
     res.published_despite_fault = true
@@ -263,7 +263,7 @@ local function one_run(sc, prep, point, n, action)
       res.exit_problems[#res.exit_problems + 1] = where .. ": not one coded error line: " .. F.describe(r)
     elseif r.code ~= 2 then
       res.exit_problems[#res.exit_problems + 1] = where .. ": exit " .. r.code
-        .. " for a TASK_/LEASE_ error (SPEC 2.5 says 2): " .. F.show(r.stderr)
+        .. " for a TASK_/LEASE_ error (format.md 2.5 says 2): " .. F.show(r.stderr)
     end
     if F.crashed(r.stderr) then
       probs[#probs + 1] = where .. ": " .. F.crashed(r.stderr)
@@ -302,7 +302,7 @@ local function one_run(sc, prep, point, n, action)
         probs[#probs + 1] = where .. ": with a pending journal: " .. F.describe(p)
       end
     end
-    -- show and list do not look at the journal (SPEC 3.6)
+    -- show and list do not look at the journal (format.md 3.6)
     for _, argv in ipairs({ { "task", "show", "c", "t1" }, { "task", "list", "c" } }) do
       local p = T.run(root, argv)
       if p.code ~= 0 then
@@ -386,7 +386,7 @@ local function one_run(sc, prep, point, n, action)
         or rec_msgs[1].body.transaction_id ~= nil then
       probs[#probs + 1] = where .. ": recovery message body: " .. json.dumps(rec_msgs[1].body)
     end
-    -- The decision of SPEC 3.6.
+    -- The decision of format.md 3.6.
     local published = #mine > 0
     local want_kind = (jr.phase == "prepared" and "unchanged") or (jr.phase == "published" and "changed")
       or (published and "changed" or "unchanged")
@@ -517,7 +517,7 @@ for _, sc in ipairs(SCENARIOS) do
 
     -- A failure *after* the audit message is linked (post.dirsync,
     -- post.unlock) keeps the change: its lease.* message is in the channel,
-    -- and SPEC 3.6 treats an existing audit message as publication.
+    -- and format.md 3.6 treats an existing audit message as publication.
     it("fail at every point: an error, and unchanged, fully changed or pending until recover-pending",
       function()
         local w = get("fail")
@@ -525,7 +525,7 @@ for _, sc in ipairs(SCENARIOS) do
         assert.equal(0, #w.problems, shown(w.problems))
       end)
 
-    -- SPEC 2.5 puts TASK_* and "TASK_IO_ERROR: ... for an I/O error during
+    -- format.md 2.5 puts TASK_* and "TASK_IO_ERROR: ... for an I/O error during
     -- task" under exit 2.
     it("fail at every point: one coded error line, exit 2", function()
       local w = get("fail")

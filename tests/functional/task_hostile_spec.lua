@@ -1,4 +1,4 @@
--- Hostile input to the task board (issue 3 acceptance; SPEC.md 2.4, 2.5,
+-- Hostile input to the task board (issue 3 acceptance; docs/format.md 2.4, 2.5,
 -- 3.1, 3.5, 3.6, 5.4, 5.5): task ids and channel names with "..", "/",
 -- control characters; files_hint escaping the channel; hand-edited task
 -- records and claim files (extra fields, wrong types, a dependency cycle);
@@ -158,7 +158,7 @@ describe("hostile channel names in task commands", function()
     { "a/b", TRAVERSAL }, { "/abs", TRAVERSAL }, { "a\\b", TRAVERSAL }, { "a:b", TRAVERSAL },
     { "", TRAVERSAL }, { ".hidden", RESERVED }, { "_x", RESERVED },
     -- Control characters: the TASK_INVALID_CHANNEL line shows the name escaped
--- (SPEC 2.5/5.4: every failure is exactly one line).
+-- (format.md 2.5/5.4: every failure is exactly one line).
     { "a\nb" }, { "a\tb" }, { "\27[31m" },
   }
 
@@ -181,7 +181,7 @@ describe("hostile channel names in task commands", function()
       local root, parent = board()
       for _, argv in ipairs(commands(name)) do
         if fmt then
-          -- names are quoted as given, like the core message (SPEC 2, 2.4)
+          -- names are quoted as given, like the core message (format.md 2, 2.4)
           refused(parent, root, argv, "TASK_INVALID_CHANNEL", fmt:format("'" .. name .. "'", "'" .. name .. "'"))
         else
           refused(parent, root, argv, "TASK_INVALID_CHANNEL")
@@ -460,7 +460,7 @@ describe("hand-edited claim files", function()
     for _, argv in ipairs(lease_commands()) do
       refused(parent, root, argv, "LEASE_INCONSISTENT")
     end
-    -- task list does not read claims (SPEC 3.6)
+    -- task list does not read claims (format.md 3.6)
     assert.equal(0, T.run(root, { "task", "list", "c" }).code)
   end)
 
@@ -563,7 +563,7 @@ describe("hostile lease journals", function()
       local text = journal()
       F.write(root .. "/c/claims/.lease-transaction.json", text:sub(1, cut[1]))
       guarded(parent, root, "LEASE_TRANSACTION_INVALID", "could not read transaction journal: " .. cut[2])
-      -- show, list and create do not look at the journal (SPEC 3.6)
+      -- show, list and create do not look at the journal (format.md 3.6)
       local r = T.run(root, { "task", "show", "c", "t1" })
       assert.equal(0, r.code, F.describe(r))
       r = T.run(root, { "task", "list", "c" })
@@ -625,7 +625,7 @@ describe("hostile lease journals", function()
   end
 
   -- A journal may only name its own task's lease files (<task>.<owner>.json,
--- SPEC 3.6): another task's claim file is LEASE_TRANSACTION_INVALID and
+-- format.md 3.6): another task's claim file is LEASE_TRANSACTION_INVALID and
 -- that task stays untouched.
   it("a journal whose claim change names another task's claim file is refused", function()
     local root, parent = setup()

@@ -1,4 +1,4 @@
--- Lease journal variants (claims/.lease-transaction.json, SPEC.md 3.6), as
+-- Lease journal variants (claims/.lease-transaction.json, docs/format.md 3.6), as
 -- the Python tool reads and resolves them: legacy version-1 markers (no
 -- transaction id, no task_after, maybe no phase), the order of the checks
 -- on malformed journals (what every lease command says, and what

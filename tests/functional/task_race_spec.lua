@@ -1,4 +1,4 @@
--- Races on the task board (issue 3 acceptance; SPEC.md 2.4 "Leases", 3.6,
+-- Races on the task board (issue 3 acceptance; docs/format.md 2.4 "Leases", 3.6,
 -- 4 "Advisory locks", "Sequence allocation"): processes started at once
 -- (released together by a go-file barrier) on one channel.
 --   * 16 claims of one open task: exactly one wins, 15 get LEASE_CONFLICT

@@ -15,8 +15,8 @@
 --   T.b64encode(s)         bytes -> standard base64
 --   T.pyrepr(s)            Python's repr() of an ASCII string
 --   T.normalize(text)      every ISO-8601 timestamp replaced by <ts>
---   T.record(fields)       the exact bytes of a task record (SPEC.md 3.5)
---   T.claim(fields)        the exact bytes of a claim file (SPEC.md 3.6)
+--   T.record(fields)       the exact bytes of a task record (docs/format.md 3.5)
+--   T.claim(fields)        the exact bytes of a claim file (docs/format.md 3.6)
 --   T.touch_old(path, s)   set the mtime of path s seconds into the past
 --   T.messages(snap)       message files of a channel snapshot: list of
 --                          {path=, seq=, text=} sorted by seq

@@ -1,4 +1,4 @@
--- Functional specs for `agent-chat wait` (SPEC.md 2.1, 4 "wait", 5.2):
+-- Functional specs for `agent-chat wait` (docs/format.md 2.1, 4 "wait", 5.2):
 -- the timeout line and exit code, immediate return, wake-up by another
 -- process, signals, polling and where the cursor ends up.
 local H = require "spec_helper"
@@ -130,13 +130,15 @@ describe("wait with unread messages", function()
     assert.equal(2, r.code, F.describe(r))
   end)
 
-  it("shares the cursor between names with the same slug", function()
+  it("keeps a cursor per name: names with the same slug do not share one (docs/format.md)", function()
     F.post(root, "w", "alice", "one", "x")
     local r = ac({ "--root", root, "wait", "w", "--as", "Bob", "--timeout", "5" })
     assert.equal(0, r.code, F.describe(r))
-    assert.equal("1", cursor(root, "w", "bob"))
+    assert.is_nil(cursor(root, "w", "bob"))
     r = ac({ "--root", root, "wait", "w", "--as", "bob", "--timeout", "0" })
-    assert.equal(2, r.code, F.describe(r))
+    assert.equal(0, r.code, F.describe(r))
+    assert.same({ 1 }, F.seqs(r.stdout))
+    assert.equal("1", cursor(root, "w", "bob"))
   end)
 end)
 

@@ -660,3 +660,112 @@ describe("watch usage and script errors", function()
     assert.truthy(r.stdout:find("--once", 1, true))
   end)
 end)
+
+-- Issue 13, item 5: one message its handler can never handle used to wedge
+-- watch for good ("giving up on #2; cursor stays at #1", and every restart
+-- stopped at the same place); --on-error skip / dead-letter go on past it.
+describe("watch --on-error", function()
+  local root
+
+  -- #1 ping, #2 a hand-written file without frontmatter, #3 ping. The
+  -- handler raises on a message without a title.
+  before_each(function()
+    root = F.new_root()
+    F.init(root, "c")
+    F.init(root, "ops")
+    F.post(root, "c", "alice", "ping one", "x")
+    F.write(root .. "/c/0002-handmade.md", "no frontmatter here\n")
+    F.post(root, "c", "alice", "ping three", "x")
+  end)
+
+  local STRICT = "return function(m) print('handled', m.seq, assert(m.title, 'no title'):upper()) end\n"
+
+  local function watch(extra)
+    local argv = { "--root", root, "watch", "c", "--as", "bot", "--script", script(STRICT), "--once",
+                   "--retries", "1", "--backoff", "0" }
+    for _, a in ipairs(extra or {}) do
+      argv[#argv + 1] = a
+    end
+    return ac(argv)
+  end
+
+  it("stop (the default) still gives up there, every time", function()
+    for i = 1, 2 do
+      local r = watch()
+      assert.equal(1, r.code, F.describe(r))
+      assert.equal(i == 1 and "handled\t1\tPING ONE\n" or "", r.stdout)
+      assert.truthy(r.stderr:find("giving up on #2; cursor stays at #1\n$"), r.stderr)
+    end
+  end)
+
+  it("skip records the failure, goes on past the message, and a restart does not stop there again", function()
+    local r = watch({ "--on-error", "skip" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("handled\t1\tPING ONE\nhandled\t3\tPING THREE\n", r.stdout)
+    assert.truthy(r.stderr:find("\nagent%-chat: watch: warning: handler 'message' failed 2 times on #2; skipped "
+      .. "it %(recorded as #4%)\n$"), r.stderr)
+    assert.equal(3, cursor(root, "c", "bot"))
+    -- the record: an audit message from and to the watcher, listed by peek --kind audit
+    local p = F.ok(root, { "peek", "c", "--kind", "audit" })
+    assert.same({ 4 }, F.seqs(p.stdout))
+    local text = F.read(root .. "/c/0004-bot-watch-skipped-2.md")
+    assert.truthy(text:find("\nfrom: bot\nto: bot\n", 1, true), text)
+    assert.truthy(text:find("\nstatus: watch.skipped\ntitle: watch.skipped #2\n", 1, true), text)
+    local body = require("agentchat.json").loads(text:match("\n%-%-%-\n(.*)$"))
+    assert.same({ agent = "bot", attempts = 2, channel = "c", event = "watch.skipped", file = "0002-handmade.md",
+                  handler = "message", seq = 2 }, { agent = body.agent, attempts = body.attempts,
+                  channel = body.channel, event = body.event, file = body.file, handler = body.handler,
+                  seq = body.seq })
+    assert.truthy(body.error:find("no title", 1, true), body.error)
+    -- nobody else gets it: a peer's read shows only the three messages
+    local peer = F.ok(root, { "read", "c", "--as", "carol" }).stdout
+    assert.same({ 1, 3 }, F.seqs(peer))         -- (#2 has no frontmatter: no seq line)
+    assert.truthy(peer:find("no frontmatter here", 1, true), peer)
+    assert.is_nil(peer:find("watch.skipped", 1, true), peer)
+    r = watch({ "--on-error", "skip" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("", r.stdout)
+  end)
+
+  it("dead-letter posts a pointer in the named channel and goes on", function()
+    local r = watch({ "--on-error", "dead-letter", "--dead-letter", "ops" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("handled\t1\tPING ONE\nhandled\t3\tPING THREE\n", r.stdout)
+    assert.truthy(r.stderr:find("\nagent%-chat: watch: warning: handler 'message' failed 2 times on #2; "
+      .. "dead%-lettered it to ops as #1\n$"), r.stderr)
+    assert.equal(3, cursor(root, "c", "bot"))
+    local out = F.ok(root, { "read", "ops", "--as", "lead" }).stdout
+    assert.truthy(out:find("\nfrom: bot\nto: all\n", 1, true), out)
+    assert.truthy(out:find("\nstatus: dead%-letter\ntitle: dead letter: c#2 \n"), out)
+    for _, line in ipairs({ "- channel: c", "- seq: 2", "- file: 0002-handmade.md", "- error: " }) do
+      assert.truthy(out:find("\n" .. line, 1, true), line .. " in " .. out)
+    end
+  end)
+
+  it("refuses --dead-letter without dead-letter, the reverse, and a missing channel", function()
+    for _, extra in ipairs({ { "--on-error", "dead-letter" }, { "--dead-letter", "ops" },
+                             { "--on-error", "skip", "--dead-letter", "ops" } }) do
+      local r = watch(extra)
+      assert.equal(2, r.code, F.describe(r))
+      assert.is_nil(F.error_line(r.stderr), F.describe(r))
+    end
+    local r = watch({ "--on-error", "dead-letter", "--dead-letter", "nope" })
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("^agent%-chat: channel 'nope' not found .*%(run: init nope%)\n$"), r.stderr)
+    r = watch({ "--on-error", "later" })
+    assert.equal(2, r.code, F.describe(r))
+  end)
+
+  it("the first example of docs/watch.md handles a message without a title", function()
+    local doc = F.read(H.repo .. "/docs/watch.md")
+    local example = doc:match("```lua\n(return function%(msg, ctx%).-)```")
+    assert.truthy(example, "no example in docs/watch.md")
+    local r = ac({ "--root", root, "watch", "c", "--as", "bot", "--script", script(example), "--once",
+                   "--retries", "0" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("", r.stderr)
+    local replies = F.ok(root, { "read", "c", "--as", "alice", "--kind", "message" }).stdout
+    assert.same({ 4, 5 }, F.seqs(replies))
+    assert.truthy(replies:find("\nreply_to: 1\n", 1, true) and replies:find("\nreply_to: 3\n", 1, true), replies)
+  end)
+end)

@@ -13,7 +13,7 @@
  *     handler, or an error value: help text ending in a newline, or an
  *     error with a message;
  *   - the CLI's stderr line for an error (cli.usage_line, or a command's
- *     own format_error) starts "agent-chat: " and is one line, as SPEC.md
+ *     own format_error) starts "agent-chat: " and is one line, as docs/format.md
  *     2.5 promises for every failure; argparse.format_error and tostring
  *     work on it.
  */

@@ -1,5 +1,5 @@
 /*
- * fuzz_frontmatter.c - the message file reader (SPEC.md 3.3): bytes as read
+ * fuzz_frontmatter.c - the message file reader (docs/format.md 3.3): bytes as read
  * from disk go through ac_text_from_file (strict UTF-8 with U+FFFD, CR/LF
  * to LF) and ac_fm_parse, as src/store.c does for every message.
  *

@@ -1,5 +1,5 @@
 /*
- * fuzz_lockrec.c - path-lock records and the path-lock journal (SPEC.md 3.7,
+ * fuzz_lockrec.c - path-lock records and the path-lock journal (docs/format.md 3.7,
  * 3.9) as `lock`, `check`, `state` and `recover-pending` read them:
  * ac_lockrec_parse on the bytes of locks/<id>.json, and ac_pl_journal_read
  * on the same bytes stored as locks/.path-lock-transaction.json in a

@@ -1,5 +1,5 @@
 /*
- * fuzz_pathnorm.c - workspace-relative paths (SPEC.md 3.7 "Path
+ * fuzz_pathnorm.c - workspace-relative paths (docs/format.md 3.7 "Path
  * normalization"): ac_relpath_problem (the lexical checks),
  * ac_relpath_resolve (symlinks resolved like Python's realpath) inside a
  * scratch channel directory that holds files, directories and symlinks of

@@ -1,5 +1,5 @@
 /*
- * fuzz_taskrec.c - task records (SPEC.md 3.5) as the task board reads them:
+ * fuzz_taskrec.c - task records (docs/format.md 3.5) as the task board reads them:
  * the bytes of tasks/<id>.json through ac_pyjson_loads (CPython's json
  * scanner, transcribed) and ac_task_validate.
  *

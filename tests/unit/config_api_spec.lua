@@ -38,8 +38,11 @@ describe("config.load", function()
     assert.equal("float", math.type(cfg.interval))
     assert.is_nil(cfg.template)
     assert.same({}, cfg.workflows)
+    assert.same({}, cfg.hook_kinds)
+    assert.equal("notify", cfg.stop_hook)
     assert.same({ root = "default", name = "default", channels = "default", interval = "default",
-                  template = "default", workflows = "default" }, cfg.sources)
+                  template = "default", workflows = "default", hook_kinds = "default",
+                  stop_hook = "default" }, cfg.sources)
     assert.same({ path = w.user, status = "absent" }, cfg.files.user)
     assert.same({ path = w.root_cfg, status = "absent" }, cfg.files.root)
     assert.same({}, cfg.errors)

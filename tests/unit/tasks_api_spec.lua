@@ -91,7 +91,7 @@ describe("ch:task_create and ch:task / ch:tasks", function()
       keys = keys + 1
     end
     assert.equal(9, keys)
-    -- the record file is the SPEC 3.5 layout
+    -- the record file is the format.md 3.5 layout
     local file = read(ch.root.path .. "/c/tasks/t1.json")
     assert.truthy(file:find('^{\n  "id": "t1",\n  "channel": "c",\n  "title": "Write docs",\n'
       .. '  "status": "open",\n  "owner": null,\n'), file)

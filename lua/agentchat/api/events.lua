@@ -4,7 +4,7 @@
 --                 detail=, primitives={...}}   -- the event object, the post
 --   ch:events{type=nil|"capability"|"status"}  -- list of event objects
 --
--- Failures return nil, message, code with the EVENT_* codes of SPEC.md
+-- Failures return nil, message, code with the EVENT_* codes of docs/format.md
 -- 3.10; `ch:events` also fails on the first malformed event message.
 local A = {}
 

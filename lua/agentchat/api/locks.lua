@@ -1,4 +1,4 @@
--- agentchat.api.locks: the path-lock methods of agentchat.Channel (SPEC.md
+-- agentchat.api.locks: the path-lock methods of agentchat.Channel (docs/format.md
 -- 2.2, 3.7). A lock reserves files and directories of the channel's
 -- workspace for a lease; a directory covers everything below it; an
 -- expired lock still conflicts until someone recovers it with a reason.

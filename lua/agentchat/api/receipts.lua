@@ -23,7 +23,7 @@ local function C()
   return require "agentchat.receipts"
 end
 
---- The recipients of a `to` value as readers see them (SPEC.md 3.3): nil
+--- The recipients of a `to` value as readers see them (docs/format.md 3.3): nil
 --- for a broadcast (missing, "", "all", "[]", "*", or a list with no name
 --- in it such as ","), else the names.
 local function recipients(to)
@@ -123,7 +123,7 @@ local function addressees_of(ch, fields)
 end
 
 -- Is `agent` an addressee of message m by the relevance rule of `read`
--- (SPEC.md 4): not its sender, and the message is a broadcast or lists it.
+-- (docs/format.md 4): not its sender, and the message is a broadcast or lists it.
 local function relevant(m, agent)
   if m.fields.from == agent then
     return false

@@ -12,7 +12,7 @@
 --   ch:recover(id, {as=, reason=, lease=300})    -- take over an expired lease
 --   ch:recover_pending_lease{as=, resolve=nil|"rollback"|"published"}
 --
--- Records are tables with the twelve fields of SPEC.md 3.5 (JSON null
+-- Records are tables with the twelve fields of docs/format.md 3.5 (JSON null
 -- fields are nil). Failures return nil, message, code (TASK_*, LEASE_*).
 local A = {}
 

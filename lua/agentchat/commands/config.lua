@@ -20,6 +20,8 @@ local function shown(field, value)
     return #value > 0 and table.concat(value, ", ") or "(all)"
   elseif field == "workflows" then
     return #value > 0 and table.concat(value, ", ") or "(none)"
+  elseif field == "hook_kinds" then
+    return #value > 0 and table.concat(value, ", ") or "(all)"
   elseif field == "interval" then
     return py.float_repr(value)
   elseif field == "template" then
@@ -79,7 +81,8 @@ end
 function M.register(sub)
   sub:parser("config", {
     description = "Show the effective settings (root, identity.name, channels, wait.interval, "
-      .. "state.template, workflows.path), each with where it comes from: a flag, the environment, "
+      .. "state.template, workflows.path, hooks.kinds, hooks.stop), each with where it comes from: a flag, "
+      .. "the environment, "
       .. "the root config (<root>/agent-chat.yaml), the user config "
       .. "($XDG_CONFIG_HOME/agent-chat/config.yaml) or the default. See docs/config.md.",
     build = function(p)

@@ -1,4 +1,4 @@
--- agentchat.commands.events: `event post` and `event read` (SPEC.md 2.3).
+-- agentchat.commands.events: `event post` and `event read` (docs/format.md 2.3).
 local open = require "agentchat.commands.open"
 local events = require "agentchat.events"
 
@@ -59,7 +59,7 @@ local function cmd_read(args, ctx)
   end
   ctx.out(table.concat(out))
   if code then
-    -- The lines before the first invalid event stay printed (SPEC.md 2.3).
+    -- The lines before the first invalid event stay printed (docs/format.md 2.3).
     return ctx.fail(msg, code, exit)
   end
   return 0

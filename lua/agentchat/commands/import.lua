@@ -2,8 +2,9 @@
 -- --into CH` (docs/import.md).
 --
 -- The folder is read and checked completely before anything is written:
--- a missing, unreadable or malformed file (or, with --strict, a malformed
--- line) fails with nothing created or posted. Only then is the channel
+-- a missing, unreadable or malformed file, a folder whose every line is
+-- malformed (or, with --strict, any malformed line) fails with nothing
+-- created or posted. Only then is the channel
 -- created if it is missing (members and topic from the team roster) and
 -- the new messages posted. Warnings go to stderr, one per skipped line;
 -- the summary line to stdout. Exit 0 even when lines were skipped (the
@@ -68,12 +69,10 @@ local function run(kind, args, ctx)
   for _, w in ipairs(plan.warnings) do
     ctx.err("agent-chat: warning: " .. importer.where(w) .. "\n")
   end
-  if args.strict then
-    local ok
-    ok, msg, code, exit = importer.strict_check(plan)
-    if not ok then
-      return ctx.fail(msg, code, exit)
-    end
+  local ok
+  ok, msg, code, exit = importer.strict_check(plan, args.strict)
+  if not ok then
+    return ctx.fail(msg, code, exit)
   end
   if found then
     return finish(found, plan, args, ctx)

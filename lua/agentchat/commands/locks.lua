@@ -1,5 +1,5 @@
 -- agentchat.commands.locks: lock, check, unlock, recover and recover-pending
--- (SPEC.md 2.2), byte-compatible with the Python tool's output. Every
+-- (docs/format.md 2.2), byte-compatible with the Python tool's output. Every
 -- PATH_LOCK_* failure is one line "agent-chat: CODE: message", exit 1.
 local open = require "agentchat.commands.open"
 local locks_api = require "agentchat.api.locks"

@@ -1,5 +1,5 @@
 -- agentchat.commands.messages: init, channels, roster, post, read, wait,
--- peek and the legacy marker claim (SPEC.md 2.1), byte-compatible with the
+-- peek and the legacy marker claim (docs/format.md 2.1), byte-compatible with the
 -- Python tool's output.
 local ac = require "agentchat"
 local open = require "agentchat.commands.open"
@@ -159,6 +159,9 @@ local function read_body(args, ctx)
 end
 
 local function cmd_post(args, ctx)
+  if not open.agent(ctx, args, "from", "--from") then
+    return 2
+  end
   local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
@@ -205,26 +208,42 @@ local function cmd_post(args, ctx)
 end
 
 local function cmd_read(args, ctx)
+  if not open.agent(ctx, args, "as", "--as") then
+    return 2
+  end
   local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
-  local batch, msg, code, exit = ch:fetch{ as = args.as, all = args.all }
+  -- The messages are printed with the agent's cursor lock held, and the
+  -- cursor moves only once they are out.
+  local out_ok = true
+  local batch, msg, code, exit = ch:read{
+    as = args.as, all = args.all, peek = args.peek, kinds = args.kind,
+    max_messages = args.max_messages, max_bytes = args.max_bytes,
+    show = function(b)
+      warn_skipped(ctx, b)
+      if #b.messages > 0 then
+        show_messages(ctx, b.messages)
+      elseif (b.remaining or 0) == 0 then
+        ctx.out(string.format("(no new messages for %s in '%s'; cursor at #%d)\n",
+          args.as, args.channel, b.cursor_before))
+      end
+      open.held_note(ctx, b, args, " in '" .. args.channel .. "'")
+      out_ok = ctx.flush()
+      return out_ok
+    end,
+  }
   if not batch then
     return ctx.fail(msg, code, exit)
   end
-  warn_skipped(ctx, batch)
-  if #batch.messages == 0 then
-    ctx.out(string.format("(no new messages for %s in '%s'; cursor at #%d)\n",
-      args.as, args.channel, batch.cursor_before))
-  else
-    show_messages(ctx, batch.messages)
-  end
-  -- The cursor moves only once the messages are out.
-  return open.commit_shown(ctx, args.peek, ch.commit, ch, batch)
+  return out_ok and 0 or 1
 end
 
 local function cmd_wait(args, ctx)
+  if not open.agent(ctx, args, "as", "--as") then
+    return 2
+  end
   local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
@@ -234,8 +253,16 @@ local function cmd_wait(args, ctx)
   if not interval then
     return irc
   end
-  local batch, msg, code, exit = ch:wait{ as = args.as, timeout = args.timeout,
-                                          interval = interval, peek = true }
+  local out_ok = true
+  local batch, msg, code, exit = ch:wait{
+    as = args.as, timeout = args.timeout, interval = interval, kinds = args.kind,
+    show = function(b)
+      warn_skipped(ctx, b)
+      show_messages(ctx, b.messages)
+      out_ok = ctx.flush()
+      return out_ok
+    end,
+  }
   if not batch then
     if code == "ETIMEDOUT" then
       ctx.err(string.format("(timeout after %ss: no new messages for %s in '%s')\n",
@@ -244,9 +271,7 @@ local function cmd_wait(args, ctx)
     end
     return ctx.fail(msg, code, exit)
   end
-  warn_skipped(ctx, batch)
-  show_messages(ctx, batch.messages)
-  return open.commit_shown(ctx, false, ch.commit, ch, batch)
+  return out_ok and 0 or 1
 end
 
 local function cmd_peek(args, ctx)
@@ -257,13 +282,15 @@ local function cmd_peek(args, ctx)
   if args.n <= 0 then
     return 0
   end
-  local batch, msg, code, exit = ch:peek(args.n)
+  local batch, msg, code, exit = ch:peek(args.n, { kinds = args.kind })
   if not batch then
     return ctx.fail(msg, code, exit)
   end
   warn_skipped(ctx, batch)
   if batch.count == 0 then
     ctx.out("(channel '" .. args.channel .. "' is empty)\n")
+  elseif #batch.messages == 0 then
+    ctx.out("(no " .. table.concat(args.kind, " or ") .. " messages in '" .. args.channel .. "')\n")
   else
     show_messages(ctx, batch.messages)
   end
@@ -336,6 +363,7 @@ function M.register(sub)
       p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
       p:option{ "--all", action = "store_true", help = "show every message from #1, own ones included" }
       p:option{ "--peek", action = "store_true", help = "do not move the cursor" }
+      open.reading_options(p, true)
       p:set_defaults{ handler = cmd_read }
     end })
 
@@ -346,12 +374,14 @@ function M.register(sub)
       p:option{ "--timeout", type = "float", default = 900.0, help = "seconds to wait (default: 900)" }
       p:option{ "--interval", type = "float",
                 help = "rescan period in seconds where change notification is unavailable (default: 5)" }
+      open.reading_options(p, false)
       p:set_defaults{ handler = cmd_wait }
     end })
 
   sub:parser("peek", { description = "Show the last N messages, any recipient; no cursor moves.", build = function(p)
       p:positional{ "channel", help = "channel name" }
       p:option{ "-n", type = int_saturating, type_name = "int", default = 3, help = "how many (default: 3)" }
+      open.reading_options(p, false)
       p:set_defaults{ handler = cmd_peek }
     end })
 

@@ -22,6 +22,13 @@
 --   open.commit_shown(ctx, skip, commit, ...)
 --                                    once the output is out, commit(...)
 --                                    unless skip; returns the exit code
+--   open.agent(ctx, args, key, flag) args[key] (--as/--from) names an agent:
+--                                    not empty, not only blanks
+--   open.int_type(min, type_name)   an argparse type: a Python int >= min
+--   open.reading_options(p, budgets) --kind (and --max-messages,
+--                                    --max-bytes) for read, wait, inbox, peek
+--   open.held_note(ctx, batch, args, who)
+--                                    the line saying what a budget held back
 -- The ones that can fail print the failure and return nil and the exit code.
 local ac = require "agentchat"
 local py = require "agentchat.pycompat"
@@ -112,14 +119,9 @@ function M.warn_skipped(ctx, batch)
 end
 
 -- The text of message `m` as read, wait and peek print it (rstripped),
--- or, for a file that is not UTF-8, the one-line notice the Python tool
--- prints in its place (its decode error names the first bad bytes).
-function M.shown_text(m)
-  if m.decode_error then
-    return "(could not read message " .. m.name .. ": " .. m.decode_error .. ")"
-  end
-  return sys.rstrip(m.text)
-end
+-- or the notice that stands for a file that is not UTF-8: the unit the
+-- budgets count (agentchat.kinds).
+M.shown_text = require("agentchat.kinds").shown_text
 
 -- Cursors move only once the messages are out: flush, then (unless
 -- `skip`, as for --peek) commit(...), which returns true or a failure.
@@ -134,6 +136,62 @@ function M.commit_shown(ctx, skip, commit, ...)
     end
   end
   return 0
+end
+
+function M.agent(ctx, args, key, flag)
+  local v = args[key]
+  if v ~= nil and sys.strip(v) == "" then
+    return nil, ctx.fail(flag .. " must name an agent, not be empty or blank (is $AGENT_CHAT_NAME unset?)",
+      "USAGE", 2)
+  end
+  return true
+end
+
+function M.int_type(min, type_name)
+  return function(s)
+    local v = py.int_parse(s)
+    if v == nil or v < min then
+      return nil, type_name
+    end
+    return v
+  end
+end
+
+local positive_int = M.int_type(1, "positive int")
+
+function M.reading_options(p, budgets)
+  p:option{ "--kind", dest = "kind", action = "append", choices = require("agentchat.kinds").KINDS,
+            help = "only messages of this kind: message (from peers), event or audit (the task, lease, "
+              .. "lock and compact records); repeatable; the others are skipped like messages for others "
+              .. "(default: every kind)" }
+  if budgets then
+    p:option{ "--max-messages", type = positive_int, type_name = "positive int", metavar = "N",
+              help = "print at most N messages; the cursor stops before the rest" }
+    p:option{ "--max-bytes", type = positive_int, type_name = "positive int", metavar = "N",
+              help = "print at most N bytes of messages; the cursor stops before the rest" }
+  end
+end
+
+local function plural(n, word)
+  return n .. " " .. word .. (n == 1 and "" or "s")
+end
+
+function M.held_note(ctx, batch, args, who)
+  local n = batch.remaining or 0
+  if n == 0 then
+    return
+  end
+  local what = plural(n, "more message") .. " for " .. args.as .. who
+  if #batch.messages == 0 and args.max_bytes and batch.next then
+    ctx.out(string.format("(%s not shown: the next, #%d, is %d bytes, more than --max-bytes %d; "
+      .. "read it with a larger --max-bytes)\n", what, batch.next.seq,
+      require("agentchat.kinds").shown_bytes(batch.next), args.max_bytes))
+    return
+  end
+  local limit = (args.max_messages and #batch.messages >= args.max_messages)
+    and ("--max-messages " .. args.max_messages) or ("--max-bytes " .. tostring(args.max_bytes))
+  ctx.out(string.format("(%s not shown (%s); the cursor stops before them: run it again for the rest)\n",
+    what, limit))
 end
 
 function M.ljust(s, width)

@@ -2,7 +2,7 @@
 -- (docs/protocols.md): `request`, `await`, `respond` and `team`. The
 -- typed-message options of `post` are in commands/typed.lua.
 --
--- Exit codes of request and await (SPEC.md 2.5 meanings): 0 approved,
+-- Exit codes of request and await (docs/format.md 2.5 meanings): 0 approved,
 -- 3 rejected (or any response that does not approve, like a lost claim),
 -- 2 timed out (like `wait`), 1 errors, 2 usage errors, 130 Ctrl-C.
 local open = require "agentchat.commands.open"

@@ -3,7 +3,6 @@
 local json = require "agentchat.json"
 local open = require "agentchat.commands.open"
 local py = require "agentchat.pycompat"
-local sys = require "agentchat.sys"
 
 local M = {}
 
@@ -162,7 +161,9 @@ end
 
 -- ------------------------------------------------------------ inbox
 
-local function inbox_json(ib)
+-- `budgeted`: --max-messages or --max-bytes was given (then `remaining`
+-- says how many messages they held back).
+local function inbox_json(ib, budgeted)
   local msgs, chans = {}, {}
   for i, m in ipairs(ib.messages) do
     msgs[i] = { channel = m.channel, seq = m.seq, file = m.file, from = m.from or json.null,
@@ -173,36 +174,55 @@ local function inbox_json(ib)
   for i, e in ipairs(ib.channels) do
     chans[i] = { channel = e.channel, cursor_before = e.cursor_before, cursor = e.cursor, messages = e.count }
   end
-  return pretty_json({ agent = ib.agent, messages = json.array(msgs), channels = json.array(chans) })
+  return pretty_json({ agent = ib.agent, messages = json.array(msgs), channels = json.array(chans),
+                       remaining = budgeted and ib.remaining or nil })
 end
 
 local function cmd_inbox(args, ctx)
+  if not open.agent(ctx, args, "as", "--as") then
+    return 2
+  end
   local root, rc = open.root(args, ctx)
   if not root then
     return rc
   end
-  local ib, msg, code, exit = root:inbox{ as = args.as, peek = true,
-                                          channels = args.channels and py.comma_list(args.channels) or nil }
+  -- --channels "" (or only commas and blanks) means every channel, as an
+  -- empty $AGENT_CHAT_CHANNELS does for the hooks.
+  local channels = args.channels and py.comma_list(args.channels) or nil
+  if channels and #channels == 0 then
+    channels = nil
+  end
+  -- As with `read`, the messages are printed with the cursor locks held,
+  -- and the cursors move only once they are out.
+  local out_ok = true
+  local ib, msg, code, exit = root:inbox{
+    as = args.as, peek = args.peek, channels = channels, kinds = args.kind,
+    max_messages = args.max_messages, max_bytes = args.max_bytes,
+    show = function(b)
+      for _, e in ipairs(b.channels) do
+        warn_skipped(ctx, e.batch)
+      end
+      if args.json then
+        ctx.out(inbox_json(b, args.max_messages or args.max_bytes))
+      elseif #b.messages == 0 and b.remaining == 0 then
+        ctx.out(string.format("(no new messages for %s in %d channel%s)\n", args.as, #b.channels,
+          #b.channels == 1 and "" or "s"))
+      else
+        local parts = {}
+        for _, m in ipairs(b.messages) do
+          parts[#parts + 1] = RULE .. "\n#" .. m.channel .. "\n" .. open.shown_text(m) .. "\n\n"
+        end
+        ctx.out(table.concat(parts))
+        open.held_note(ctx, b, args, "")
+      end
+      out_ok = ctx.flush()
+      return out_ok
+    end,
+  }
   if not ib then
     return ctx.fail(msg, code, exit)
   end
-  for _, e in ipairs(ib.channels) do
-    warn_skipped(ctx, e.batch)
-  end
-  if args.json then
-    ctx.out(inbox_json(ib))
-  elseif #ib.messages == 0 then
-    ctx.out(string.format("(no new messages for %s in %d channel%s)\n", args.as, #ib.channels,
-      #ib.channels == 1 and "" or "s"))
-  else
-    local parts = {}
-    for _, m in ipairs(ib.messages) do
-      parts[#parts + 1] = RULE .. "\n#" .. m.channel .. "\n" .. open.shown_text(m) .. "\n\n"
-    end
-    ctx.out(table.concat(parts))
-  end
-  -- As with `read`, the cursors move only once the messages are out.
-  return open.commit_shown(ctx, args.peek, root.commit_inbox, root, ib)
+  return out_ok and 0 or 1
 end
 
 -- ------------------------------------------------------------ grammar
@@ -227,9 +247,10 @@ function M.register(sub)
   sub:parser("inbox", { description = "Print the unread messages for an agent across channels in time order, "
       .. "each labelled with its channel, and move each channel's cursor as read does.", build = function(p)
       p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
-      p:option{ "--channels", help = "comma list of channels (default: every channel of the root)" }
+      p:option{ "--channels", help = "comma list of channels (default, or empty: every channel of the root)" }
       p:option{ "--peek", action = "store_true", help = "do not move any cursor" }
       p:option{ "--json", action = "store_true", help = "print JSON (indent 2, sorted keys)" }
+      open.reading_options(p, true)
       p:set_defaults{ handler = cmd_inbox }
     end })
 end

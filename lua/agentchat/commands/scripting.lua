@@ -5,12 +5,23 @@
 -- script, arg[1..n] its arguments, negative indices the interpreter part)
 -- and the arguments also passed as `...`. `require "agentchat"` and
 -- `require "cjson"` work. A script that raises prints its traceback and
--- exits 1.
+-- exits 1, except when the error is an interrupt: the INTERRUPTED error
+-- the host raises on Ctrl-C or SIGTERM, or any error raised after one
+-- arrived (a script's assert() on a call that returned nil, "cancelled by
+-- user", "INTERRUPTED"): then it prints "agent-chat: cancelled by user" and
+-- exits 130, as every other command does.
 local ac = require "agentchat"
+local errors = require "agentchat.errors"
+local sys = require "agentchat.sys"
 
 local M = {}
 
+local INTERRUPTED = {}
+
 local function traceback(e)
+  if (type(e) == "table" and e.code == "INTERRUPTED") or sys.interrupted() then
+    return INTERRUPTED
+  end
   if type(e) == "table" and e.code and e.message then
     e = e.code .. ": " .. e.message
   end
@@ -49,6 +60,10 @@ function M.raw(command, argv, at, root, ctx)
   end
   local ok, err = xpcall(chunk, traceback, table.unpack(a, 1, n))
   io.stdout:flush()
+  if err == INTERRUPTED then
+    io.stderr:write(errors.line("INTERRUPTED", "cancelled by user") .. "\n")
+    return errors.exit_for("INTERRUPTED")
+  end
   if not ok then
     io.stderr:write("agent-chat: " .. tostring(err) .. "\n")
     return 1

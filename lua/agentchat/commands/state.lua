@@ -1,4 +1,4 @@
--- agentchat.commands.state: `state` and `compact` (SPEC.md 2.3, 3.8), and
+-- agentchat.commands.state: `state` and `compact` (docs/format.md 2.3, 3.8), and
 -- `state --template FILE.lua`, which renders with a user template in the
 -- sandbox (agentchat.sandbox).
 local open = require "agentchat.commands.open"

@@ -1,4 +1,4 @@
--- agentchat.commands.tasks: `agent-chat task <sub> CH ...` (SPEC.md 2.4),
+-- agentchat.commands.tasks: `agent-chat task <sub> CH ...` (docs/format.md 2.4),
 -- byte-compatible with the Python tool: output lines, TASK_*/LEASE_* codes
 -- (exit 2), and argparse errors inside `task` turned into one coded line
 -- ("TASK_INVALID_COMMAND: cli error: ..." for an invalid choice,
@@ -38,7 +38,7 @@ local function flat_list(values)
   return out
 end
 
--- The channel, mapped to the task store's errors (SPEC.md 3.1).
+-- The channel, mapped to the task store's errors (docs/format.md 3.1).
 local OPEN = {
   invalid = { "TASK_INVALID_CHANNEL", 2 },
   missing = function(root, name)
@@ -151,6 +151,27 @@ local function cmd_create(args, ctx)
   return 0
 end
 
+-- LEASE_MUTATION_REQUIRED says which command does what was refused: the
+-- holder of a lease changes its task through the lease (done, release);
+-- to block, reassign or cancel it, the lease is released first. `op` is
+-- the subcommand that was refused.
+local function lease_hint(msg, code, args, op)
+  if code ~= "LEASE_MUTATION_REQUIRED" then
+    return msg
+  end
+  local function cmd(verb)
+    return string.format("agent-chat task %s %s %s --as %s", verb, args.channel, args.task_id, args.as)
+  end
+  if op == "update" and args.status == "done" then
+    return msg .. "; use: " .. cmd("done")
+  elseif op == "update" and args.status == "open" then
+    return msg .. "; use: " .. cmd("release")
+  end
+  local next_step = op == "block" and "block it" or
+    ((args.owner or args.clear_owner) and not args.status) and "the new owner claims it" or "update it"
+  return msg .. "; release the lease first (" .. cmd("release") .. "), then " .. next_step
+end
+
 local function cmd_update(args, ctx)
   local ch <close>, rc = open_channel(args, ctx)
   if not ch then
@@ -164,7 +185,7 @@ local function cmd_update(args, ctx)
     clear_branch = args.clear_branch, status = args.status,
   })
   if not t then
-    return ctx.fail(msg, code, exit)
+    return ctx.fail(lease_hint(msg, code, args, "update"), code, exit)
   end
   ctx.out("updated task " .. t.id .. " [" .. t.status .. "]\n")
   return 0
@@ -183,7 +204,7 @@ local function cmd_lease(op)
     local tasks, h = tasks_api(ch)
     local t, msg, code, exit = tasks.lease(h, op, args.task_id, args.as, args.lease_seconds, args.reason)
     if not t then
-      return ctx.fail(msg, code, exit)
+      return ctx.fail(lease_hint(msg, code, args, op), code, exit)
     end
     ctx.out(LEASE_VERB[op] .. " task " .. t.id .. " [" .. t.status .. "]\n")
     return 0

@@ -29,13 +29,7 @@ local function non_negative_float(s)
   return v
 end
 
-local function non_negative_int(s)
-  local v = py.int_parse(s)
-  if v == nil or v < 0 then
-    return nil, "non-negative int"
-  end
-  return v
-end
+local non_negative_int = require("agentchat.commands.open").int_type(0, "non-negative int")
 
 local function script_error(ctx, path, what)
   ctx.err("agent-chat: watch: " .. path .. " " .. what .. "\n")
@@ -68,6 +62,18 @@ local function load_handlers(args, ctx)
   return handlers
 end
 
+-- The --dead-letter channel, false without one, or nil and the exit code.
+local function dead_letter_channel(root, args, ctx)
+  if not args.dead_letter then
+    return false
+  end
+  local ch, msg, code, exit = root:channel(args.dead_letter)
+  if not ch then
+    return nil, ctx.fail(msg, code, exit)
+  end
+  return ch
+end
+
 local function cmd_watch(args, ctx)
   if args.root then
     ac.default_root = args.root      -- for scripts that call ac.open()
@@ -86,6 +92,16 @@ local function cmd_watch(args, ctx)
     return ctx.fail(wmsg, wcode, wexit)
   end
   args.script = script
+  -- --on-error dead-letter names the channel the pointers go to; it must
+  -- exist before anything is handled.
+  if (args.on_error == "dead-letter") ~= (args.dead_letter ~= nil) then
+    return ctx.fail("watch: --dead-letter CHANNEL goes with --on-error dead-letter, and only with it",
+      "USAGE", 2)
+  end
+  local dead <close>, drc = dead_letter_channel(root, args, ctx)
+  if dead == nil then
+    return drc
+  end
   local handlers, rc = load_handlers(args, ctx)
   if not handlers then
     return rc
@@ -94,7 +110,7 @@ local function cmd_watch(args, ctx)
   rc, reason = watch.run(ch, {
     as = args.as, handlers = handlers, once = args.once, interval = args.interval,
     tasks = args.tasks, locks = args.locks, retries = args.retries, backoff = args.backoff,
-    args = args.args,
+    args = args.args, on_error = args.on_error, dead_letter = dead or nil,
   })
   if reason == "signal" then
     return ctx.fail("cancelled by user", "INTERRUPTED")
@@ -125,6 +141,12 @@ function M.register(sub)
       p:option{ "--backoff", type = non_negative_float, type_name = "non-negative float", metavar = "S",
                 default = watch.DEFAULT_BACKOFF,
                 help = "seconds before the first retry, doubled each time (default: 1)" }
+      p:option{ "--on-error", choices = watch.ON_ERROR, default = "stop",
+                help = "what a message whose handler still fails after the retries does: stop (the default: "
+                  .. "exit 1, the cursor stays before it), skip (post a watch.skipped record of it and go on) "
+                  .. "or dead-letter (post a pointer to it in --dead-letter CHANNEL and go on)" }
+      p:option{ "--dead-letter", metavar = "CHANNEL",
+                help = "with --on-error dead-letter: the channel the pointers go to" }
       p:option{ "--arg", dest = "args", action = "append", metavar = "VALUE",
                 help = "an argument for the script (repeatable): its `...`, `arg` and ctx.args" }
       p:set_defaults{ handler = cmd_watch }

@@ -1,5 +1,5 @@
 -- agentchat.templates.state_md: the built-in `state.md` template, the exact
--- layout of SPEC.md 3.8 (the Python tool's output, byte for byte).
+-- layout of docs/format.md 3.8 (the Python tool's output, byte for byte).
 --
 -- It receives the state table (the `state --json` data; JSON null is
 -- json.null) and returns the Markdown. A user template (`state --template
