@@ -146,17 +146,22 @@ int ac_seqlock_gate(void *lk)
 int ac_seqlock_release(struct ac_seqlock *lk)
 {
     struct stat mine;
-    int rc;
+    int rc, ours;
     if (!lk->held)
         return -1;
     rc = ac_seqlock_check(lk);
     lk->held = 0;
     /* Ours (even if too old to act on): remove it. Another one: it belongs
-     * to whoever judged ours stale and replaced it. */
-    if (lock_is_ours(lk, &mine))
-        ac_sys_unlinkat(lk->dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR);
+     * to whoever judged ours stale and replaced it. The descriptor is closed
+     * first: the rmdir must be the post's last act before the statx of its
+     * scan stamp (scan.h), and the last close of a removed directory can
+     * take long enough (ext4 evicts the inode) for another post to slip in;
+     * while it is still linked its inode cannot be reused anyway. */
+    ours = lock_is_ours(lk, &mine);
     close(lk->fd);
     lk->fd = -1;
+    if (ours)
+        ac_sys_unlinkat(lk->dirfd, AC_SEQ_LOCK_DIR, AT_REMOVEDIR);
     return rc;
 }
 
