@@ -39,6 +39,19 @@ int ac_channel_name_check(const char *name, struct ac_err *err)
                       "invalid channel name (%s): '%s'", why, shown);
 }
 
+/* [A-Za-z0-9][A-Za-z0-9_-]* over id[0..len). */
+static int marker_id_ok(const char *id, size_t len)
+{
+    size_t i;
+    for (i = 0; i < len; i++) {
+        char c = id[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '_' && c != '-')))
+            return 0;
+    }
+    return len > 0;
+}
+
 int ac_marker_name_check(const char *name, struct ac_err *err)
 {
     const char *why = name_problem(name);
@@ -52,9 +65,10 @@ int ac_marker_name_check(const char *name, struct ac_err *err)
     if (why)
         return ac_err_set(err, AC_EXIT_GENERAL, "CLAIM_INVALID_NAME",
                           "invalid task name (%s): '%s'", why, shown);
-    if (len < 9 || strncmp(name, "task-", 5) != 0 ||
-        strcmp(name + len - 3, ".md") != 0 ||
-        memchr(name + 5, '.', len - 8) != NULL)
+    /* The Python tool's marker rule: task-[A-Za-z0-9][A-Za-z0-9_-]*\.md
+     * (ASCII only: no space, no dot, no other extension or case). */
+    if (len < 9 || strncmp(name, "task-", 5) != 0 || strcmp(name + len - 3, ".md") != 0 ||
+        !marker_id_ok(name + 5, len - 8))
         return ac_err_set(err, AC_EXIT_GENERAL, "CLAIM_INVALID_NAME",
                           "invalid task name (expected task-<id>.md marker): '%s'", shown);
     return 0;

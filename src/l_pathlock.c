@@ -20,10 +20,11 @@
  * exit_code (PATH_LOCK_*, exit 1); misuse (wrong argument types) raises.
  *
  * Strings with NUL bytes cannot reach the C runtime (it works on C
- * strings), so they are refused here with the error the same text would
- * get from the runtime: a path or reason holding NUL has a forbidden
- * control character, an owner is not a safe identity, a target matches
- * nothing.
+ * strings), so they are replaced by a stand-in that the runtime refuses
+ * with the error the same text would get, at the point of its own order of
+ * checks: a path or reason holding NUL has a forbidden control character
+ * ("\x01" stands for it), an owner is not a safe identity (" "); a target
+ * holding NUL matches nothing.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +38,10 @@
 #include "agentchat/lua_host.h"
 #include "agentchat/pathlock.h"
 #include "agentchat/store.h"
+
+/* Stand-ins for strings holding NUL (see the top of the file). */
+static const char NUL_PATH[] = "\x01";
+static const char NUL_OWNER[] = " ";
 
 static void set_str(lua_State *L, const char *key, const char *value)
 {
@@ -92,9 +97,17 @@ static const char *check_text(lua_State *L, int idx, int *has_nul)
     return s;
 }
 
+/* An owner argument, its stand-in when it holds NUL. */
+static const char *check_owner(lua_State *L, int idx)
+{
+    int nul;
+    const char *s = check_text(L, idx, &nul);
+    return nul ? NUL_OWNER : s;
+}
+
 /* The list of paths at idx (a string or a table of strings), as a
  * C array kept in a userdata (no leak if a later check raises).
- * Returns the count, or -1 after pushing a failure (4 values). */
+ * Returns the count. */
 static lua_Integer check_paths(lua_State *L, int idx, const char ***out)
 {
     lua_Integer n, i;
@@ -118,12 +131,7 @@ static lua_Integer check_paths(lua_State *L, int idx, const char ***out)
             luaL_error(L, "paths[%d] must be a string", (int)i);
         s = lua_tolstring(L, -1, &len);
         lua_pop(L, 1);
-        if (strlen(s) != len) {
-            ac_lua_fail(L, "PATH_LOCK_INVALID_PATH", 1,
-                        "path contains a forbidden control character");
-            return -1;
-        }
-        v[i - 1] = s;
+        v[i - 1] = strlen(s) == len ? s : NUL_PATH;
     }
     *out = v;
     return n;
@@ -148,20 +156,10 @@ static int l_lock(lua_State *L)
     struct ac_err err = AC_ERR_INIT;
     struct ac_lockrec rec;
     const char **paths = NULL;
-    int onul;
-    const char *owner = check_text(L, 3, &onul);
+    const char *owner = check_owner(L, 3);
     double lease = check_lease(L, 4);
-    lua_Integer n;
+    lua_Integer n = check_paths(L, 2, &paths);
 
-    int64_t us;
-
-    if (onul)
-        return owner_nul(L, "owner");
-    if (ac_pathlock_check_duration(lease, &us, &err) == -1)
-        return ac_lua_fail_err(L, &err);
-    n = check_paths(L, 2, &paths);
-    if (n == -1)
-        return 4;
     if (ac_pathlock_lock(ch, paths, (size_t)n, owner, lease, &rec, &err) == -1)
         return ac_lua_fail_err(L, &err);
     push_record(L, &rec, ac_isotime_now_us());
@@ -177,15 +175,10 @@ static int l_check(lua_State *L)
     struct ac_locklist hits;
     const char **paths = NULL, *owner = NULL;
     lua_Integer n;
-    int onul = 0;
 
     if (!lua_isnoneornil(L, 3))
-        owner = check_text(L, 3, &onul);
-    if (onul)
-        return owner_nul(L, "owner");
+        owner = check_owner(L, 3);
     n = check_paths(L, 2, &paths);
-    if (n == -1)
-        return 4;
     if (ac_pathlock_check(ch, paths, (size_t)n, owner, &hits, &err) == -1)
         return ac_lua_fail_err(L, &err);
     push_list(L, &hits);
@@ -219,11 +212,11 @@ static int l_unlock(lua_State *L)
     struct ac_chan *ch = ac_lua_checkchan(L, 1);
     struct ac_err err = AC_ERR_INIT;
     struct ac_lockrec rec;
-    int tnul, onul;
+    int tnul;
     const char *target = check_text(L, 2, &tnul);
-    const char *owner = check_text(L, 3, &onul);
+    const char *owner = check_owner(L, 3);
 
-    if (onul)
+    if (owner == NUL_OWNER)
         return owner_nul(L, "owner");
     if (tnul)
         return target_nul(L, 2);
@@ -240,23 +233,15 @@ static int l_recover(lua_State *L)
     struct ac_chan *ch = ac_lua_checkchan(L, 1);
     struct ac_err err = AC_ERR_INIT;
     struct ac_lockrec rec;
-    int tnul, onul, rnul;
+    int tnul, rnul;
     const char *target = check_text(L, 2, &tnul);
-    const char *owner = check_text(L, 3, &onul);
+    const char *owner = check_owner(L, 3);
     const char *reason = check_text(L, 4, &rnul);
     double lease = check_lease(L, 5);
 
-    int64_t us;
-
-    if (onul)
-        return owner_nul(L, "owner");
     if (rnul)       /* NUL is a control character, and not whitespace */
-        return ac_lua_fail(L, "PATH_LOCK_INVALID_REASON", 1,
-                           "recovery reason contains a forbidden control character");
-    if (ac_pathlock_check_reason(reason, &err) == -1 ||
-        ac_pathlock_check_duration(lease, &us, &err) == -1)
-        return ac_lua_fail_err(L, &err);
-    if (tnul)
+        reason = NUL_PATH;
+    if (tnul && owner != NUL_OWNER && ac_pathlock_check_reason(reason, &err) == 0)
         return target_nul(L, 2);
     if (ac_pathlock_recover(ch, target, owner, reason, lease, &rec, &err) == -1)
         return ac_lua_fail_err(L, &err);

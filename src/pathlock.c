@@ -3,16 +3,23 @@
  * check, unlock, recover and recover-pending operations; see pathlock.h.
  * The journal lives in pathlock_journal.c.
  *
- * Every operation runs as one session: validate the arguments (no I/O, so
- * a refused request writes nothing, not even the mutex file), take the
- * flock mutex .path-locks.lock, refuse while a journal is pending, read and
- * validate every record, decide, and (for a mutation) run the journaled
- * change. Records are read again on every command: the folder is the only
- * state, and the Python tool may have changed it in between.
+ * Every operation runs as one session: validate the arguments that need
+ * no file (no I/O, so a refused request writes nothing, not even the mutex
+ * file), take the flock mutex .path-locks.lock, refuse while a journal is
+ * pending, read and validate the records the operation reads, decide, and
+ * (for a mutation) run the journaled change. Records are read again on
+ * every command: the folder is the only state, and the Python tool may
+ * have changed it in between.
  *
- * Order of the checks, where the Python tool's order is observable:
- * owner, reason, duration, paths (lexical rules, then resolution), overlap
- * within the request; then the journal, the records, the conflicts.
+ * The order of the checks is the Python tool's (path_locks.py), so that a
+ * request with several problems gets the same first error from both:
+ *   lock     owner, paths (each, then its overlap with the ones before),
+ *            journal, records, conflicts, duration
+ *   check    paths, owner, journal, records
+ *   unlock   owner, journal, target (a lock id alone, or every *.json for
+ *            a path), holder
+ *   recover  owner, reason, journal, target, expiry, records (conflicts
+ *            with the other locks), duration
  */
 #include "pathlock_int.h"
 
@@ -40,10 +47,6 @@
 
 /* json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) */
 static const struct ac_json_style record_style = { 2, 0, 1, ",", ": " };
-
-/* The last instant whose local isoformat() still has a 4-digit year (a
- * day of margin for any UTC offset): Python's datetime stops at 9999. */
-#define MAX_EXPIRY_US INT64_C(253402214400000000)
 
 /* ---------------------------------------------------------------- records */
 
@@ -96,20 +99,6 @@ int ac_lockrec_expired(const struct ac_lockrec *r, int64_t now_us)
     return r->expires_us <= now_us;
 }
 
-/* A string member, or NULL when absent/null; *bad when present but not a
- * string without NUL bytes. */
-static const char *member_str(const json_t *obj, const char *key, int *bad)
-{
-    const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-        *bad = 1;
-        return NULL;
-    }
-    return json_string_value(v);
-}
-
 int ac_pathlock_path_canonical(const char *p)
 {
     const char *s;
@@ -135,33 +124,103 @@ static int bad_record(struct ac_err *err, const char *msg)
     return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "%s", msg);
 }
 
-/* Two timestamps stored under an alias must agree. Returns the value to
- * use (NULL if neither), *bad on disagreement or a wrong type. */
-static const char *aliased(const json_t *obj, const char *key, const char *alias, int *bad,
-                           int *disagree)
+/* The Python tool's _is_forbidden_text_character over a whole string:
+ * C0, DEL, C1 (and a NUL inside the JSON string). */
+static int forbidden_text(const json_t *v)
 {
-    int b1 = 0, b2 = 0;
-    const char *a = member_str(obj, key, &b1), *b = member_str(obj, alias, &b2);
-    if (b1 || b2) {
-        *bad = 1;
-        return NULL;
+    const unsigned char *p = (const unsigned char *)json_string_value(v);
+    size_t len = json_string_length(v), i = 0;
+    while (i < len) {
+        uint32_t cp = p[i];
+        size_t n = 1;
+        if (p[i] >= 0x80 && (n = ac_utf8_decode(p + i, len - i, &cp)) == 0)
+            return 1;
+        if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            return 1;
+        i += n;
     }
-    if (a && b && strcmp(a, b) != 0)
-        *disagree = 1;
-    return a ? a : b;
+    return 0;
 }
 
+/* A safe identity ([A-Za-z0-9][A-Za-z0-9._-]*) as a JSON string. */
+static int identity_value(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) != json_string_length(v) || !*s)
+        return 0;
+    return ac_pathlock_check_owner(s, "x", NULL) == 0;
+}
+
+/* A timestamp field (_timestamp): a string datetime.fromisoformat()
+ * reads with an offset; *us its instant. */
+static int record_time(const json_t *v, const char *field, int64_t *us, struct ac_err *err)
+{
+    const char *s = json_string_value(v);
+    int flags = 0;
+    if (!s || ac_isotime_parse(s, json_string_length(v), us, &flags) == -1 ||
+        !(flags & AC_ISOTIME_HAS_OFFSET))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_TIMESTAMP", "%s must be an ISO-8601 string", field);
+    return 0;
+}
+
+/* The value of `key`, else of its alias (data.get(key, data.get(alias))). */
+static const json_t *with_alias(const json_t *o, const char *key, const char *alias)
+{
+    const json_t *v = json_object_get(o, key);
+    return v ? v : json_object_get(o, alias);
+}
+
+/* LockedPath.from_dict() of one entry of "paths". */
+static int check_path_entry(const json_t *item, struct ac_err *err)
+{
+    static const char *const fields[] = { "normalized_path", "display_path", "kind" };
+    const json_t *np, *dp, *kind;
+    const char *key;
+    json_t *v;
+    size_t i;
+
+    if (!json_is_object(item) || ac_pyjson_is_nonfinite(item))
+        return bad_record(err, "lock path must be an object");
+    json_object_foreach((json_t *)item, key, v) {
+        for (i = 0; i < 3 && strcmp(key, fields[i]) != 0; i++)
+            ;
+        if (i == 3)
+            return bad_record(err, "lock path contains unknown fields");
+    }
+    for (i = 0; i < 3; i++)
+        if (!json_object_get(item, fields[i]))
+            return bad_record(err, "lock path is missing required fields");
+    np = json_object_get(item, "normalized_path");
+    dp = json_object_get(item, "display_path");
+    kind = json_object_get(item, "kind");
+    if (!json_is_string(np) || json_string_length(np) == 0)
+        return bad_record(err, "normalized_path must be non-empty text");
+    if (forbidden_text(np))
+        return bad_record(err, "normalized_path contains a forbidden control character");
+    if (!ac_pathlock_path_canonical(json_string_value(np)))
+        return bad_record(err, "normalized_path is not workspace-relative");
+    if (!json_is_string(dp) || json_string_length(dp) == 0 || forbidden_text(dp))
+        return bad_record(err, "display_path must be safe non-empty text");
+    if (!json_is_string(kind) || (strcmp(json_string_value(kind), "file") != 0 &&
+                                  strcmp(json_string_value(kind), "directory") != 0))
+        return bad_record(err, "path kind must be file or directory");
+    return 0;
+}
+
+/* PathLockRecord.from_dict() and the checks of _read_record, in the
+ * Python tool's order (the first problem is the error). */
 static int parse_record(const char *data, size_t len, const char *filename,
                         const char *channel, struct ac_lockrec *out, struct ac_err *err)
 {
-    static const char *const required[] = { "lock_id", "channel", "owner", "locked_at",
-                                            "updated_at", "paths", NULL };
-    char msg[AC_PYJSON_MSG_MAX], stem[256], shown_a[600], shown_b[600];
-    const char *lock_id, *chan, *owner, *expires, *prev_owner, *prev_expires, *reason,
-               *locked_at, *updated_at;
+    static const char *const fields[] = { "lock_id", "channel", "owner", "paths", "expires_at",
+                                           "locked_at", "updated_at", "previous_owner",
+                                           "previous_expires_at", "recovery_reason",
+                                           "lease_expires_at", "previous_lease_expires_at", NULL };
+    char msg[AC_PYJSON_MSG_MAX], shown_a[600], shown_b[600];
+    const json_t *expires, *prev_owner, *prev_expires, *reason, *v;
     json_t *root, *paths, *item;
-    size_t flen = strlen(filename), i;
-    int bad = 0, disagree = 0, flags = 0;
+    const char *key;
+    size_t flen = strlen(filename), i, k;
     int64_t us;
 
     memset(out, 0, sizeof *out);
@@ -169,96 +228,97 @@ static int parse_record(const char *data, size_t len, const char *filename,
     if (!root)
         return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "could not read lock record %s: %s",
                          filename, msg);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return bad_record(err, "lock record must be a JSON object");
-    }
     out->json = root;
-    for (i = 0; required[i]; i++)
-        if (!json_object_get(root, required[i]))
-            goto missing;
-    if (!json_object_get(root, "expires_at") && !json_object_get(root, "lease_expires_at"))
-        goto missing;
-
-    lock_id = member_str(root, "lock_id", &bad);
-    snprintf(stem, sizeof stem, "%.*s", (int)(flen > 5 ? flen - 5 : 0), filename);
-    if (bad || !lock_id || strcmp(lock_id, stem) != 0)
-        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "lock id does not match filename '%s'",
-                         filename);
-
-    chan = member_str(root, "channel", &bad);
-    if (bad || !chan || strcmp(chan, channel) != 0) {
-        if (bad || !chan)
-            return bad_record(err, "lock channel must be a string");
-        ac_py_repr(chan, shown_a, sizeof shown_a);
+    if (!json_is_object(root) || ac_pyjson_is_nonfinite(root))
+        return bad_record(err, "lock record must be an object");
+    for (i = 0; i < 7; i++)
+        if (!json_object_get(root, fields[i]) &&
+            !(i == 4 && json_object_get(root, "lease_expires_at")))
+            return bad_record(err, "lock record is missing required fields");
+    json_object_foreach(root, key, v) {
+        for (k = 0; fields[k] && strcmp(key, fields[k]) != 0; k++)
+            ;
+        if (!fields[k])
+            return bad_record(err, "lock record contains unknown fields");
+    }
+    if (json_object_get(root, "expires_at") && json_object_get(root, "lease_expires_at") &&
+        !json_equal(json_object_get(root, "expires_at"), json_object_get(root, "lease_expires_at")))
+        return bad_record(err, "expires_at and lease_expires_at aliases disagree");
+    if (json_object_get(root, "previous_expires_at") && json_object_get(root, "previous_lease_expires_at") &&
+        !json_equal(json_object_get(root, "previous_expires_at"),
+                    json_object_get(root, "previous_lease_expires_at")))
+        return bad_record(err, "previous expiry aliases disagree");
+    paths = json_object_get(root, "paths");
+    if (!json_is_array(paths))
+        return bad_record(err, "lock paths must be an array");
+    json_array_foreach(paths, i, item)
+        if (check_path_entry(item, err) == -1)
+            return -1;
+    if (!identity_value(json_object_get(root, "lock_id")))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_LOCK_ID", "lock_id must be a safe identity");
+    if (!identity_value(json_object_get(root, "channel")))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_CHANNEL", "channel must be a safe identity");
+    if (!identity_value(json_object_get(root, "owner")))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_OWNER", "owner must be a safe identity");
+    if (json_array_size(paths) == 0)
+        return bad_record(err, "lock must contain at least one path");
+    expires = with_alias(root, "expires_at", "lease_expires_at");
+    if (record_time(expires, "expires_at", &out->expires_us, err) == -1 ||
+        record_time(json_object_get(root, "locked_at"), "locked_at", &us, err) == -1 ||
+        record_time(json_object_get(root, "updated_at"), "updated_at", &us, err) == -1)
+        return -1;
+    prev_owner = json_object_get(root, "previous_owner");
+    if (prev_owner && !json_is_null(prev_owner) && !identity_value(prev_owner))
+        return ac_pl_err(err, "PATH_LOCK_INVALID_OWNER", "previous_owner must be a safe identity");
+    prev_expires = with_alias(root, "previous_expires_at", "previous_lease_expires_at");
+    if (prev_expires && !json_is_null(prev_expires) &&
+        record_time(prev_expires, "previous_expires_at", &us, err) == -1)
+        return -1;
+    reason = json_object_get(root, "recovery_reason");
+    if (reason && !json_is_null(reason)) {
+        size_t start, end;
+        const char *r = json_string_value(reason);
+        if (r)
+            ac_py_strip(r, json_string_length(reason), &start, &end);
+        if (!r || start >= end)
+            return ac_pl_err(err, "PATH_LOCK_INVALID_REASON", "recovery reason must not be empty");
+        if (forbidden_text(reason))
+            return ac_pl_err(err, "PATH_LOCK_INVALID_REASON",
+                             "recovery reason contains a forbidden control character");
+    }
+    {
+        int a = prev_owner && !json_is_null(prev_owner), b = prev_expires && !json_is_null(prev_expires),
+            c = reason && !json_is_null(reason);
+        if ((a || b || c) && !(a && b && c))
+            return bad_record(err, "previous owner, expiry, and recovery reason must be recorded together");
+    }
+    if (strcmp(json_string_value(json_object_get(root, "channel")), channel) != 0) {
+        ac_py_repr(json_string_value(json_object_get(root, "channel")), shown_a, sizeof shown_a);
         ac_py_repr(channel, shown_b, sizeof shown_b);
         return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "lock channel %s does not match %s",
                          shown_a, shown_b);
     }
-    owner = member_str(root, "owner", &bad);
-    if (bad || !owner || !*owner)
-        return bad_record(err, "lock owner must be a non-empty string");
-    locked_at = member_str(root, "locked_at", &bad);
-    updated_at = member_str(root, "updated_at", &bad);
-    if (bad || !locked_at || !updated_at)
-        return bad_record(err, "lock timestamps must be strings");
-
-    expires = aliased(root, "expires_at", "lease_expires_at", &bad, &disagree);
-    if (bad || !expires)
-        return bad_record(err, "lock expiry must be a string");
-    if (disagree)
-        return bad_record(err, "expires_at and lease_expires_at disagree");
-    if (ac_isotime_parse(expires, strlen(expires), &us, &flags) == -1 ||
-        !(flags & AC_ISOTIME_HAS_OFFSET))
-        return bad_record(err, "expires_at must include an explicit UTC offset");
-    out->expires_us = us;
-
-    prev_owner = member_str(root, "previous_owner", &bad);
-    reason = member_str(root, "recovery_reason", &bad);
-    prev_expires = aliased(root, "previous_expires_at", "previous_lease_expires_at", &bad,
-                           &disagree);
-    if (bad || !((prev_owner && prev_expires && reason) || (!prev_owner && !prev_expires && !reason)))
-        return bad_record(err,
-                          "previous owner, expiry, and recovery reason must be recorded together");
-    if (disagree)
-        return bad_record(err,
-                          "previous_expires_at and previous_lease_expires_at disagree");
-
-    paths = json_object_get(root, "paths");
-    if (!json_is_array(paths) || json_array_size(paths) == 0)
-        return bad_record(err, "lock paths must be a non-empty list");
-    json_array_foreach(paths, i, item) {
-        const char *disp, *norm, *kind;
-        int pbad = 0;
-        if (!json_is_object(item) || !json_object_get(item, "display_path") ||
-            !json_object_get(item, "normalized_path") || !json_object_get(item, "kind"))
-            goto missing;
-        disp = member_str(item, "display_path", &pbad);
-        norm = member_str(item, "normalized_path", &pbad);
-        kind = member_str(item, "kind", &pbad);
-        if (pbad || !disp || !norm || !kind)
-            return bad_record(err, "lock path entries must hold strings");
-        if (!ac_pathlock_path_canonical(norm))
-            return bad_record(err, "normalized_path is not workspace-relative");
-        if (strcmp(kind, "file") != 0 && strcmp(kind, "directory") != 0)
-            return bad_record(err, "path kind must be file or directory");
+    if (flen <= 5 || strlen(json_string_value(json_object_get(root, "lock_id"))) != flen - 5 ||
+        strncmp(json_string_value(json_object_get(root, "lock_id")), filename, flen - 5) != 0) {
+        ac_py_repr(filename, shown_a, sizeof shown_a);
+        return ac_pl_err(err, "PATH_LOCK_INVALID_RECORD", "lock id does not match filename %s", shown_a);
     }
 
     /* Valid: the fields point into out->json, which the record keeps
      * (50 records are read by every command: no copies). */
     out->paths = calloc(json_array_size(paths), sizeof *out->paths);
     if (!out->paths)
-        goto oom;
+        return ac_err_sys(err, ENOMEM, NULL, "could not read lock record %s", filename);
     out->borrowed = 1;
-    out->lock_id = (char *)lock_id;
-    out->channel = (char *)chan;
-    out->owner = (char *)owner;
-    out->expires_at = (char *)expires;
-    out->locked_at = (char *)locked_at;
-    out->updated_at = (char *)updated_at;
-    out->previous_owner = (char *)prev_owner;
-    out->previous_expires_at = (char *)prev_expires;
-    out->recovery_reason = (char *)reason;
+    out->lock_id = (char *)json_string_value(json_object_get(root, "lock_id"));
+    out->channel = (char *)json_string_value(json_object_get(root, "channel"));
+    out->owner = (char *)json_string_value(json_object_get(root, "owner"));
+    out->expires_at = (char *)json_string_value(expires);
+    out->locked_at = (char *)json_string_value(json_object_get(root, "locked_at"));
+    out->updated_at = (char *)json_string_value(json_object_get(root, "updated_at"));
+    out->previous_owner = (char *)json_string_value(prev_owner);
+    out->previous_expires_at = (char *)json_string_value(prev_expires);
+    out->recovery_reason = (char *)json_string_value(reason);
     json_array_foreach(paths, i, item) {
         struct ac_lockpath *p = &out->paths[out->npaths++];
         p->display = (char *)json_string_value(json_object_get(item, "display_path"));
@@ -266,11 +326,6 @@ static int parse_record(const char *data, size_t len, const char *filename,
         p->is_dir = strcmp(json_string_value(json_object_get(item, "kind")), "directory") == 0;
     }
     return 0;
-
-missing:
-    return bad_record(err, "lock record is missing required fields");
-oom:
-    return ac_err_sys(err, ENOMEM, NULL, "could not read lock record %s", filename);
 }
 
 int ac_lockrec_parse(const char *data, size_t len, const char *filename,
@@ -354,13 +409,14 @@ int ac_pathlock_check_owner(const char *owner, const char *what, struct ac_err *
 
 int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err)
 {
-    double d;
-    if (!(seconds > 0) || isinf(seconds))   /* 0, negative, nan, inf */
+    int64_t now = ac_isotime_now_us(), at;
+    int rc = ac_isotime_expiry(now, seconds, &at);
+    if (rc == -1)
         return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION", "lock duration must be positive");
-    d = nearbyint(seconds * 1e6);           /* timedelta rounds half to even */
-    if (d > (double)(MAX_EXPIRY_US - ac_isotime_now_us()))
-        return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION", "lock duration is out of range");
-    *us = (int64_t)d;
+    if (rc == -2)
+        return ac_pl_err(err, "PATH_LOCK_INVALID_DURATION",
+                         "lock duration is outside the supported timestamp range");
+    *us = at - now;
     return 0;
 }
 
@@ -424,8 +480,10 @@ int ac_pathlock_normalize(int chfd, const char *path, struct ac_lockpath *out,
     return 0;
 }
 
-/* Normalize a request's paths; refuse overlaps inside it. */
-static int normalize_all(int chfd, const char *const *paths, size_t n, int within,
+/* Normalize a request's paths in order (normalize_paths): each path is
+ * checked, then compared with the ones before it, so an overlap is found
+ * before a later path's own problem. */
+static int normalize_all(int chfd, const char *const *paths, size_t n,
                          struct ac_lockpath **out, struct ac_err *err)
 {
     struct ac_lockpath *v;
@@ -438,14 +496,13 @@ static int normalize_all(int chfd, const char *const *paths, size_t n, int withi
     for (i = 0; i < n; i++) {
         if (ac_pathlock_normalize(chfd, paths[i], &v[i], err) == -1)
             goto fail;
-    }
-    for (i = 0; within && i < n; i++)
-        for (j = i + 1; j < n; j++)
+        for (j = 0; j < i; j++)
             if (ac_pathlock_overlaps(v[i].normalized, v[j].normalized)) {
                 ac_pl_err(err, "PATH_LOCK_CONFLICT",
                           "requested paths overlap within one lock request");
                 goto fail;
             }
+    }
     *out = v;
     return 0;
 fail:
@@ -566,16 +623,18 @@ struct names {
     char **v;
     size_t n, cap;
     int oom;
+    int any;            /* every "*.json" (a path target's scan), not only records */
 };
 
-/* Record names: "*.json" not starting with '.' (the journal, temps and
- * hidden files are not records). The first byte of each stored name is
+/* Record names: "*.json" not starting with '.' or '_' (the journal, temps
+ * and hidden files are not records). The first byte of each stored name is
  * 'r' for a regular file (as readdir saw it), '?' otherwise. */
 static int name_cb(void *ctx, const char *name, unsigned char type)
 {
     struct names *c = ctx;
     size_t len = strlen(name);
-    if (name[0] == '.' || len < 5 || strcmp(name + len - 5, ".json") != 0)
+    if ((!c->any && (name[0] == '.' || name[0] == '_')) || len < 5 ||
+        strcmp(name + len - 5, ".json") != 0)
         return 0;
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 32;
@@ -662,7 +721,53 @@ static int record_os_error(struct session *s, const char *name, int e, struct ac
                      name, e, strerror(e), shown);
 }
 
-/* Read and validate every record. */
+/* Read and validate the record file `name` (`reg`: readdir said it is a
+ * regular file) into *out; `buf`/`cap` is a buffer reused across reads. */
+static int load_one(struct session *s, const char *name, int reg, char **buf, size_t *cap,
+                    struct ac_lockrec *out, struct ac_err *err)
+{
+    size_t len;
+    int r;
+    if (reg) {
+        r = read_record(s->ldfd, name, buf, cap, &len);
+    } else {                    /* not regular: let the careful reader say why */
+        char *data = NULL;
+        r = ac_read_file_at(s->ldfd, name, AC_PATHLOCK_FILE_CAP, &data, &len);
+        if (r == 0) {
+            free(*buf);
+            *buf = data;
+            *cap = len;
+        }
+    }
+    if (r == -1)
+        return record_os_error(s, name, errno, err);
+    return ac_lockrec_parse(*buf, len, name, s->ch->name, out, err);
+}
+
+/* The names of locks/ (records, or with `any` every "*.json"), sorted. */
+static int list_names(struct session *s, int any, struct names *c, struct ac_err *err)
+{
+    memset(c, 0, sizeof *c);
+    c->any = any;
+    if (s->ldfd == -1)
+        return 0;
+    if (ac_dir_walk(s->ldfd, name_cb, c) == -1 || c->oom)
+        return ac_err_sys(err, c->oom ? ENOMEM : errno, NULL, "could not list %s/", AC_PATHLOCK_DIR);
+    if (c->n > 1)
+        qsort(c->v, c->n, sizeof *c->v, cmp_name);
+    return 0;
+}
+
+static void names_free(struct names *c)
+{
+    size_t i;
+    for (i = 0; i < c->n; i++)
+        free(c->v[i]);
+    free(c->v);
+    memset(c, 0, sizeof *c);
+}
+
+/* Read and validate every record (_read_all), in name order. */
 static int session_load(struct session *s, struct ac_locklist *out, struct ac_err *err)
 {
     struct names c;
@@ -670,44 +775,20 @@ static int session_load(struct session *s, struct ac_locklist *out, struct ac_er
     size_t i, cap = 0;
     int rc = -1;
 
-    memset(&c, 0, sizeof c);
     out->v = NULL;
     out->n = 0;
-    if (s->ldfd == -1)
-        return 0;
-    if (ac_dir_walk(s->ldfd, name_cb, &c) == -1 || c.oom) {
-        ac_err_sys(err, c.oom ? ENOMEM : errno, NULL, "could not list %s/", AC_PATHLOCK_DIR);
+    if (list_names(s, 0, &c, err) == -1)
         goto out;
-    }
-    if (c.n > 1)
-        qsort(c.v, c.n, sizeof *c.v, cmp_name);
     out->v = calloc(c.n ? c.n : 1, sizeof *out->v);
     if (!out->v) {
         ac_err_sys(err, ENOMEM, NULL, "could not read lock records");
         goto out;
     }
     for (i = 0; i < c.n; i++) {
-        const char *name = c.v[i] + 1;
-        size_t len;
-        int r;
-        if (c.v[i][0] == 'r') {
-            r = read_record(s->ldfd, name, &buf, &cap, &len);
-        } else {                /* not regular: let the careful reader say why */
-            char *data = NULL;
-            r = ac_read_file_at(s->ldfd, name, AC_PATHLOCK_FILE_CAP, &data, &len);
-            if (r == 0) {
-                free(buf);
-                buf = data;
-                cap = len;
-            }
-        }
-        if (r == -1)
-            record_os_error(s, name, errno, err);
-        else if (ac_lockrec_parse(buf, len, name, s->ch->name, &out->v[out->n], err) == 0)
+        if (load_one(s, c.v[i] + 1, c.v[i][0] == 'r', &buf, &cap, &out->v[out->n], err) == 0) {
             out->n++;
-        else
-            r = -1;
-        if (r == -1) {
+        } else {
+            ac_lockrec_free(&out->v[out->n]);
             if (!s->lenient)
                 goto out;
             *err = (struct ac_err)AC_ERR_INIT;
@@ -715,46 +796,100 @@ static int session_load(struct session *s, struct ac_locklist *out, struct ac_er
     }
     rc = 0;
 out:
-    for (i = 0; i < c.n; i++)
-        free(c.v[i]);
-    free(c.v);
+    names_free(&c);
     free(buf);
     if (rc == -1)
         ac_locklist_free(out);
     return rc;
 }
 
-/* The record named by `target`: its lock id, else a path equal (once
- * normalized) to one of its normalized paths. */
-static int find_target(struct session *s, const struct ac_locklist *l, const char *target,
-                       size_t *idx, struct ac_err *err)
+/* The record named by `target` (_find_target): a lock id whose record
+ * file exists is read alone; anything else is taken as a path (one that
+ * cannot be normalized matches nothing) and every "*.json" of locks/ is
+ * read and compared, a bad one failing the command. *out is owned by the
+ * caller. */
+static int find_target(struct session *s, const char *target, struct ac_lockrec *out,
+                       struct ac_err *err)
 {
     struct ac_lockpath lp;
     struct ac_err ignored = AC_ERR_INIT;
-    char shown[AC_ERR_MSG_MAX];
-    size_t i, j, hits = 0;
+    struct ac_lockrec rec;
+    struct names c;
+    struct stat st;
+    char shown[AC_ERR_MSG_MAX], name[300], *buf = NULL;
+    size_t i, j, hits = 0, cap = 0;
+    int rc = -1;
 
-    for (i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].lock_id, target) == 0) {
-            *idx = i;
-            return 0;
+    memset(out, 0, sizeof *out);
+    memset(&c, 0, sizeof c);
+    if (s->ldfd != -1 && strlen(target) < 250 && ac_pathlock_check_owner(target, "x", NULL) == 0) {
+        snprintf(name, sizeof name, "%s.json", target);
+        if (fstatat(s->ldfd, name, &st, 0) == 0) {
+            rc = load_one(s, name, S_ISREG(st.st_mode), &buf, &cap, out, err);
+            free(buf);
+            return rc;
         }
+    }
     ac_err_quote(shown, sizeof shown, target, 900);
-    if (ac_pathlock_normalize(s->chfd, target, &lp, &ignored) == 0) {
-        for (i = 0; i < l->n; i++)
-            for (j = 0; j < l->v[i].npaths; j++)
-                if (strcmp(l->v[i].paths[j].normalized, lp.normalized) == 0) {
-                    if (hits++ == 0)
-                        *idx = i;
-                    break;
-                }
-        path_free(&lp);
+    if (ac_pathlock_normalize(s->chfd, target, &lp, &ignored) == -1)
+        return ac_pl_err(err, "PATH_LOCK_NOT_FOUND", "lock record does not exist: %s", shown);
+    if (list_names(s, 1, &c, err) == -1)
+        goto out;
+    for (i = 0; i < c.n; i++) {
+        memset(&rec, 0, sizeof rec);
+        if (load_one(s, c.v[i] + 1, c.v[i][0] == 'r', &buf, &cap, &rec, err) == -1) {
+            ac_lockrec_free(&rec);
+            goto out;
+        }
+        for (j = 0; j < rec.npaths && strcmp(rec.paths[j].normalized, lp.normalized) != 0; j++)
+            ;
+        if (j < rec.npaths && hits++ == 0) {
+            *out = rec;
+            continue;
+        }
+        ac_lockrec_free(&rec);
     }
     if (hits == 0)
-        return ac_pl_err(err, "PATH_LOCK_NOT_FOUND", "lock record does not exist: %s", shown);
-    if (hits > 1)
-        return ac_pl_err(err, "PATH_LOCK_CONFLICT",
-                         "path target matches multiple lock records: %s", shown);
+        ac_pl_err(err, "PATH_LOCK_NOT_FOUND", "lock record does not exist: %s", shown);
+    else if (hits > 1)
+        ac_pl_err(err, "PATH_LOCK_CONFLICT", "path target matches multiple lock records: %s", shown);
+    else
+        rc = 0;
+out:
+    if (rc == -1)
+        ac_lockrec_free(out);
+    path_free(&lp);
+    names_free(&c);
+    free(buf);
+    return rc;
+}
+
+/* The first record of `l` (but `skip`) whose paths overlap `lp`, raised as
+ * the Python tool's _raise_conflict: RECOVERY_REQUIRED when any of the
+ * overlapping records has expired, else CONFLICT. */
+static int conflicts(const struct ac_locklist *l, const struct ac_lockpath *lp, size_t n,
+                     const char *skip, const char *what, struct ac_err *err)
+{
+    int64_t now = ac_isotime_now_us();
+    size_t i, j, k;
+    int hit = 0, expired = 0;
+    for (i = 0; i < l->n; i++) {
+        int over = 0;
+        if (skip && strcmp(l->v[i].lock_id, skip) == 0)
+            continue;
+        for (j = 0; j < l->v[i].npaths && !over; j++)
+            for (k = 0; k < n && !over; k++)
+                over = ac_pathlock_overlaps(l->v[i].paths[j].normalized, lp[k].normalized);
+        if (over) {
+            hit = 1;
+            expired |= ac_lockrec_expired(&l->v[i], now);
+        }
+    }
+    if (expired)
+        return ac_pl_err(err, "PATH_LOCK_RECOVERY_REQUIRED",
+                         "%s overlaps an expired lock; recover it explicitly", what);
+    if (hit)
+        return ac_pl_err(err, "PATH_LOCK_CONFLICT", "%s overlaps an active lock", what);
     return 0;
 }
 
@@ -863,12 +998,18 @@ static int run_mutation(struct session *s, const struct mutation *m, struct ac_e
          * failed directory sync): decide as recover-pending would. */
         struct ac_err rerr = AC_ERR_INIT;
         enum ac_pathlock_outcome oc = AC_PENDING_NONE;
-        if (ac_pl_journal_resolve(s->ch, s->ldfd, &j, AC_RESOLVE_AUTO, &oc, &rerr) == 0 &&
-            oc == AC_PENDING_COMPLETED) {
-            memset(err, 0, sizeof *err);
-            return 0;
+        char why[AC_ERR_MSG_MAX];
+        if (ac_pl_journal_resolve(s->ch, s->ldfd, &j, AC_RESOLVE_AUTO, &oc, &rerr) == 0) {
+            if (oc == AC_PENDING_COMPLETED) {
+                memset(err, 0, sizeof *err);
+                return 0;
+            }
+            snprintf(why, sizeof why, "%s", err->msg);
+            return ac_pl_err(err, "PATH_LOCK_AUDIT_FAILED", "path lock audit event could not be written: %s",
+                             why);
         }
-        return -1;
+        return ac_pl_err(err, "PATH_LOCK_AUDIT_ROLLBACK_FAILED",
+                         "path lock mutation failed and rollback failed: %s", rerr.msg);
     }
     /* 5. published, 6. done. Both are only bookkeeping: an applied journal
      * whose audit message exists resolves exactly like a published one,
@@ -927,7 +1068,7 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
     struct ac_lockrec rec;
     struct mutation m;
     char id[33], now_s[48], exp_s[48], *bytes = NULL;
-    size_t i, j, k, blen = 0;
+    size_t blen = 0;
     int64_t dur, now;
     int chfd, rc = -1, opened = 0;
 
@@ -935,29 +1076,20 @@ int ac_pathlock_lock(struct ac_chan *ch, const char *const *paths, size_t n,
     memset(&m, 0, sizeof m);
     if (out)
         memset(out, 0, sizeof *out);
-    if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
-        ac_pathlock_check_duration(lease, &dur, err) == -1)
+    /* The Python tool's order: owner, paths (each, then its overlap with
+     * the ones before), the journal, the records, conflicts, duration. */
+    if (ac_pathlock_check_owner(owner, "owner", err) == -1)
         return -1;
-    if ((chfd = channel_fd(ch, err)) == -1 || normalize_all(chfd, paths, n, 1, &lp, err) == -1)
+    if ((chfd = channel_fd(ch, err)) == -1 || normalize_all(chfd, paths, n, &lp, err) == -1)
         return -1;
     if (session_open(&s, ch, err) == -1)
         goto out;
     opened = 1;
-    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1)
+    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1 ||
+        conflicts(&l, lp, n, NULL, "lock request", err) == -1 ||
+        ac_pathlock_check_duration(lease, &dur, err) == -1)
         goto out;
     now = ac_isotime_now_us();
-    for (i = 0; i < l.n; i++)
-        for (j = 0; j < l.v[i].npaths; j++)
-            for (k = 0; k < n; k++) {
-                if (!ac_pathlock_overlaps(l.v[i].paths[j].normalized, lp[k].normalized))
-                    continue;
-                if (ac_lockrec_expired(&l.v[i], now))
-                    ac_pl_err(err, "PATH_LOCK_RECOVERY_REQUIRED",
-                              "lock request overlaps an expired lock; recover it explicitly");
-                else
-                    ac_pl_err(err, "PATH_LOCK_CONFLICT", "lock request overlaps an active lock");
-                goto out;
-            }
 
     if (ac_uuid4_hex(id) == -1) {
         ac_err_sys(err, errno, NULL, "could not make a lock id");
@@ -1018,10 +1150,13 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
 
     out->v = NULL;
     out->n = 0;
-    if (owner && ac_pathlock_check_owner(owner, "owner", err) == -1)
+    /* The Python tool checks the paths before the owner here. */
+    if ((chfd = channel_fd(ch, err)) == -1 || normalize_all(chfd, paths, n, &lp, err) == -1)
         return -1;
-    if ((chfd = channel_fd(ch, err)) == -1 || normalize_all(chfd, paths, n, 0, &lp, err) == -1)
+    if (owner && ac_pathlock_check_owner(owner, "owner", err) == -1) {
+        paths_free(lp, n);
         return -1;
+    }
     if (session_open_mode(&s, ch, 0, err) == -1) {
         paths_free(lp, n);
         return -1;
@@ -1056,11 +1191,10 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
                        struct ac_lockrec *out, struct ac_err *err)
 {
     struct session s;
-    struct ac_locklist l = { NULL, 0 };
     struct ac_lockrec rec;
     struct mutation m;
     char now_s[48], *before = NULL;
-    size_t idx = 0, blen = 0;
+    size_t blen = 0;
     int rc = -1;
 
     memset(&rec, 0, sizeof rec);
@@ -1071,10 +1205,8 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
         return -1;
     if (session_open(&s, ch, err) == -1)
         return -1;
-    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1 ||
-        find_target(&s, &l, target, &idx, err) == -1)
+    if (session_gate(&s, err) == -1 || find_target(&s, target, &rec, err) == -1)
         goto out;
-    take(&l, idx, &rec);
     if (strcmp(rec.owner, owner) != 0) {
         char shown[600];
         ac_err_quote(shown, sizeof shown, rec.owner, 200);
@@ -1107,7 +1239,6 @@ out:
     json_decref(m.audit);
     free(before);
     ac_lockrec_free(&rec);
-    ac_locklist_free(&l);
     return rc;
 }
 
@@ -1120,7 +1251,7 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
     struct ac_lockrec old, rec;
     struct mutation m;
     char now_s[48], exp_s[48], *before = NULL, *after = NULL;
-    size_t idx = 0, blen = 0, alen = 0;
+    size_t blen = 0, alen = 0;
     int64_t dur, now;
     int rc = -1;
 
@@ -1129,32 +1260,36 @@ int ac_pathlock_recover(struct ac_chan *ch, const char *target, const char *owne
     memset(&m, 0, sizeof m);
     if (out)
         memset(out, 0, sizeof *out);
+    /* The Python tool's order: owner, reason, the journal, the target, its
+     * expiry, then every record (conflicts with the others), duration. */
     if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
-        ac_pathlock_check_reason(reason, err) == -1 ||
-        ac_pathlock_check_duration(lease, &dur, err) == -1)
+        ac_pathlock_check_reason(reason, err) == -1)
         return -1;
     if (session_open(&s, ch, err) == -1)
         return -1;
-    if (session_gate(&s, err) == -1 || session_load(&s, &l, err) == -1 ||
-        find_target(&s, &l, target, &idx, err) == -1)
+    if (session_gate(&s, err) == -1 || find_target(&s, target, &old, err) == -1)
         goto out;
-    take(&l, idx, &old);
     now = ac_isotime_now_us();
     if (!ac_lockrec_expired(&old, now)) {
         ac_pl_err(err, "PATH_LOCK_NOT_STALE", "lock %s is still active", old.lock_id);
         goto out;
     }
+    if (session_load(&s, &l, err) == -1 ||
+        conflicts(&l, old.paths, old.npaths, old.lock_id, "recovery request", err) == -1 ||
+        ac_pathlock_check_duration(lease, &dur, err) == -1)
+        goto out;
     if (!(before = record_bytes(&s, old.lock_id, &blen, err)))
         goto out;
 
-    /* The lock id, its paths (bytes kept) and locked_at stay; the owner and
-     * the lease change; the previous holder and the reason are recorded. */
+    /* The lock id and its paths (bytes kept) stay; the owner, the lease
+     * and locked_at change (the Python tool's recover stamps them now);
+     * the previous holder and the reason are recorded. */
     ac_isotime_format(now, 6, now_s);
     ac_isotime_format(now + dur, 6, exp_s);
     rec.json = old.json ? json_incref(old.json) : NULL;
     if (!(rec.lock_id = strdup(old.lock_id)) || !(rec.channel = strdup(old.channel)) ||
         !(rec.owner = strdup(owner)) || !(rec.expires_at = strdup(exp_s)) ||
-        !(rec.locked_at = strdup(old.locked_at)) || !(rec.updated_at = strdup(now_s)) ||
+        !(rec.locked_at = strdup(now_s)) || !(rec.updated_at = strdup(now_s)) ||
         !(rec.previous_owner = strdup(old.owner)) ||
         !(rec.previous_expires_at = strdup(old.expires_at)) ||
         !(rec.recovery_reason = strdup(reason)) ||

@@ -9,9 +9,10 @@
  * rename, directory fsync), so a reader sees a whole journal or none.
  *
  * Compatibility: journals written by the Python tool are read as it reads
- * them (version 1, "target" as "<id>.json" or "locks/<id>.json", strict
- * base64), and ours are byte-for-byte what it writes (indent 2, sorted
- * keys), so either tool can recover the other's crash.
+ * them (version 1 or 2, "target" as "<id>.json" or "locks/<id>.json",
+ * strict base64, the same checks in the same order), and ours are
+ * byte-for-byte what it writes (indent 2, sorted keys), so either tool can
+ * recover the other's crash.
  */
 #include "pathlock_int.h"
 
@@ -35,8 +36,9 @@ static const struct ac_json_style journal_style = { 2, 0, 1, ",", ": " };
 
 static const char *const PHASES[] = { "prepared", "applied", "published", NULL };
 static const char *const OPERATIONS[] = { "lock", "unlock", "recover", NULL };
-static const char *const EVENTS[] = { "path.locked", "path.lock.unlocked",
-                                      "path.lock.recovered", NULL };
+/* Every member a journal must have (the Python tool's _read_transaction). */
+static const char *const REQUIRED[] = { "version", "transaction_id", "phase", "operation", "event",
+                                        "target", "before", "after", "actor", NULL };
 
 int ac_pl_err(struct ac_err *err, const char *code, const char *fmt, ...)
 {
@@ -85,14 +87,14 @@ static int get_str(const json_t *obj, const char *key, char *buf, size_t n)
     return 0;
 }
 
-/* "<name>.json" with a safe stem ([A-Za-z0-9][A-Za-z0-9._-]*): the only
- * targets a journal may name, so recovery never writes outside locks/. */
-static int lock_file_name(const char *s)
+/* A safe identity ([A-Za-z0-9][A-Za-z0-9._-]*): lock ids, transaction ids
+ * and actors, as the Python tool's _ID_RE. */
+static int safe_id(const char *s, size_t len)
 {
-    size_t len = strlen(s), i;
-    if (len < 6 || len > 255 || strcmp(s + len - 5, ".json") != 0)
+    size_t i;
+    if (len == 0 || memchr(s, '\0', len))
         return 0;
-    for (i = 0; i < len - 5; i++) {
+    for (i = 0; i < len; i++) {
         char c = s[i];
         int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
         if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
@@ -101,26 +103,48 @@ static int lock_file_name(const char *s)
     return 1;
 }
 
-/* Decode the base64 member `key` (string or null). Returns 0 (*out NULL
- * for null), -1 for bad base64. */
-static int get_bytes(const json_t *obj, const char *key, char **out, size_t *len)
+/* "<id>.json" with a safe id (at most a file name long): the only targets
+ * a journal may name, so recovery never writes outside locks/. */
+static int lock_file_name(const char *s)
+{
+    size_t len = strlen(s);
+    return len >= 6 && len <= 255 && strcmp(s + len - 5, ".json") == 0 && safe_id(s, len - 5);
+}
+
+/* Python's `version in {1, 2}` (1.0, 2.0 and true count). */
+static int known_version(const json_t *v)
+{
+    if (json_is_integer(v))
+        return json_integer_value(v) == 1 || json_integer_value(v) == 2;
+    if (json_is_real(v))
+        return json_real_value(v) == 1.0 || json_real_value(v) == 2.0;
+    return json_is_true(v);
+}
+
+/* Decode the base64 member `key` (absent or null: *out NULL). Returns 0,
+ * or -1 with the Python tool's message. */
+static int get_bytes(const json_t *obj, const char *key, char **out, size_t *len,
+                     struct ac_err *err)
 {
     const json_t *v = json_object_get(obj, key);
     *out = NULL;
     *len = 0;
-    if (json_is_null(v))
+    if (!v || json_is_null(v))
         return 0;
+    if (!json_is_string(v))
+        return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID", "transaction bytes must be base64 text");
     *out = ac_b64_decode(json_string_value(v), json_string_length(v), len);
-    return *out ? 0 : -1;
+    if (!*out)
+        return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID", "transaction bytes are not valid base64");
+    return 0;
 }
 
 int ac_pl_journal_read(int ldfd, struct ac_pl_journal *j, struct ac_err *err)
 {
-    static const char *const bytes_keys[] = { "before", "after" };
-    char *data = NULL, msg[AC_PYJSON_MSG_MAX], target[300];
-    size_t len, i;
+    char *data = NULL, msg[AC_PYJSON_MSG_MAX], target[300], *extra = NULL;
+    size_t len, i, xlen;
     json_t *root = NULL, *v;
-    int rc = -1;
+    int rc = -1, shape;
 
     memset(j, 0, sizeof *j);
     if (ldfd == -1)
@@ -137,42 +161,56 @@ int ac_pl_journal_read(int ldfd, struct ac_pl_journal *j, struct ac_err *err)
         return ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
                          "could not read transaction marker: %s", msg);
 
-    /* The shape: every member present with its type and a known value. */
-    v = json_object_get(root, "version");
-    if (!json_is_object(root) || !json_is_integer(v) || json_integer_value(v) != 1 ||
-        get_str(root, "phase", j->phase, sizeof j->phase) == -1 || !one_of(j->phase, PHASES) ||
-        get_str(root, "operation", j->operation, sizeof j->operation) == -1 ||
-        !one_of(j->operation, OPERATIONS) ||
-        get_str(root, "event", j->event, sizeof j->event) == -1 || !one_of(j->event, EVENTS) ||
-        get_str(root, "transaction_id", j->txid, sizeof j->txid) == -1 ||
-        get_str(root, "target", target, sizeof target) == -1 ||
-        !json_is_string(json_object_get(root, "actor"))) {
+    /* The shape, in the Python tool's terms: an object with every member,
+     * a known version, phase and operation, a safe transaction id, and a
+     * target and an actor that are strings. The event is not looked at. */
+    shape = json_is_object(root) && !ac_pyjson_is_nonfinite(root) &&
+            known_version(json_object_get(root, "version")) &&
+            get_str(root, "phase", j->phase, sizeof j->phase) == 0 && one_of(j->phase, PHASES);
+    for (i = 0; shape && REQUIRED[i]; i++)
+        shape = json_object_get(root, REQUIRED[i]) != NULL;
+    v = json_object_get(root, "transaction_id");
+    shape = shape && json_is_string(v) && safe_id(json_string_value(v), json_string_length(v)) &&
+            get_str(root, "transaction_id", j->txid, sizeof j->txid) == 0 &&
+            get_str(root, "operation", j->operation, sizeof j->operation) == 0 &&
+            one_of(j->operation, OPERATIONS) && json_is_string(json_object_get(root, "target")) &&
+            json_is_string(json_object_get(root, "actor"));
+    if (!shape) {
         ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID", "transaction marker has an unsupported shape");
         goto out;
     }
-    for (i = 0; i < 2; i++) {
-        v = json_object_get(root, bytes_keys[i]);
-        if (!json_is_null(v) && !json_is_string(v)) {
-            ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
-                      "transaction marker has an unsupported shape");
-            goto out;
-        }
-    }
-    /* "locks/<id>.json" or "<id>.json". */
+    if (get_str(root, "event", j->event, sizeof j->event) == -1)
+        j->event[0] = '\0';
+    /* "<id>.json" or "locks/<id>.json" ('\' also separates). */
+    if (get_str(root, "target", target, sizeof target) == -1)
+        target[0] = '\0';
+    for (i = 0; target[i]; i++)
+        if (target[i] == '\\')
+            target[i] = '/';
     {
         const char *name = strncmp(target, "locks/", 6) == 0 ? target + 6 : target;
-        if (!lock_file_name(name)) {
+        if (strchr(name, '/') || !lock_file_name(name)) {
             ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID",
                       "transaction target is not a lock record filename");
             goto out;
         }
         memmove(j->target, name, strlen(name) + 1);
     }
-    if (get_bytes(root, "before", &j->before, &j->before_len) == -1 ||
-        get_bytes(root, "after", &j->after, &j->after_len) == -1) {
-        ac_pl_err(err, "PATH_LOCK_TRANSACTION_INVALID", "transaction bytes are not valid base64");
+    v = json_object_get(root, "actor");
+    if (!safe_id(json_string_value(v), json_string_length(v))) {
+        ac_pl_err(err, "PATH_LOCK_INVALID_OWNER", "actor must be a safe identity");
         goto out;
     }
+    if (get_bytes(root, "before", &j->before, &j->before_len, err) == -1 ||
+        get_bytes(root, "after", &j->after, &j->after_len, err) == -1)
+        goto out;
+    /* Optional members the Python tool also decodes (and then ignores). */
+    if (get_bytes(root, "previous_bytes", &extra, &xlen, err) == -1)
+        goto out;
+    free(extra);
+    if (get_bytes(root, "next_bytes", &extra, &xlen, err) == -1)
+        goto out;
+    free(extra);
     j->actor = strdup(json_string_value(json_object_get(root, "actor")));
     if (!j->actor) {
         ac_err_sys(err, ENOMEM, NULL, "could not read transaction marker");

@@ -24,7 +24,9 @@
  * prepared|applied|published, operation lock|unlock|recover, event
  * path.locked|path.lock.unlocked|path.lock.recovered, target "<id>.json"
  * (or "locks/<id>.json"), before and after (base64 of the record file's
- * bytes, null for "no file"), actor.
+ * bytes, null for "no file"), actor. Read as the Python tool reads it:
+ * version 1 or 2, a safe transaction id and actor, any event, optional
+ * previous_bytes/next_bytes (docs/path-locks.md has the messages).
  *
  * Lifecycle of one mutation (lock, unlock, recover), under the mutex:
  *   1. write the journal, phase prepared (published with link(): never
@@ -121,9 +123,10 @@ int ac_lockrec_expired(const struct ac_lockrec *r, int64_t now_us);
  * "<what> must be a safe identity" (what is "owner" or "actor"). */
 int ac_pathlock_check_owner(const char *owner, const char *what, struct ac_err *err);
 
-/* A finite, positive number of seconds that keeps the expiry within the
- * years 1..9999: PATH_LOCK_INVALID_DURATION. *us gets the duration in
- * microseconds (rounded half to even, as timedelta does). */
+/* A finite, positive number of seconds ("lock duration must be positive")
+ * that keeps the expiry within the years 1..9999 ("lock duration is outside
+ * the supported timestamp range"): PATH_LOCK_INVALID_DURATION. *us gets the
+ * duration in microseconds (rounded half to even, as timedelta does). */
 int ac_pathlock_check_duration(double seconds, int64_t *us, struct ac_err *err);
 
 /* Non-empty (after stripping whitespace) and free of control characters:

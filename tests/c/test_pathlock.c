@@ -94,7 +94,7 @@ static void test_duration(void)
         { 0.0, 0, "lock duration must be positive" },
         { -0.0, 0, "lock duration must be positive" },
         { -1.0, 0, "lock duration must be positive" },
-        { 1e20, 0, "lock duration is out of range" },
+        { 1e20, 0, "lock duration is outside the supported timestamp range" },
     };
     size_t i;
     for (i = 0; i < COUNT(cases); i++) {
@@ -170,48 +170,54 @@ static void test_canonical(void)
 #define GOOD REC_HEAD REC_PATHS REC_TAIL
 #define FNAME "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff.json"
 
-static const struct { const char *name, *data, *msg; } bad_records[] = {
-    { "not json", "not json\n", "could not read lock record " FNAME
+#define TS "\"2030-01-01T00:00:00.000000+00:00\""
+#define ONE_PATH "[{\"display_path\": \"z\", \"kind\": \"file\", \"normalized_path\": \"z\"}]"
+/* A one-line record of lock f0.. with `expires`, `owner` and `paths`. */
+#define FLAT(expires, owner, paths) "{\"channel\": \"cr\", \"expires_at\": " expires ", \"lock_id\": " \
+    "\"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"locked_at\": " TS ", \"owner\": " owner ", \"paths\": " \
+    paths ", \"updated_at\": " TS "}"
+
+/* The Python tool's PathLockRecord checks, in its order (the first
+ * problem is the error); code NULL is PATH_LOCK_INVALID_RECORD. */
+static const struct { const char *name, *data, *code, *msg; } bad_records[] = {
+    { "not json", "not json\n", NULL, "could not read lock record " FNAME
       ": Expecting value: line 1 column 1 (char 0)" },
-    { "empty", "", "could not read lock record " FNAME ": Expecting value: line 1 column 1 (char 0)" },
-    { "not utf-8", "{\"a\": \"\377\"}", "could not read lock record " FNAME
+    { "empty", "", NULL, "could not read lock record " FNAME ": Expecting value: line 1 column 1 (char 0)" },
+    { "not utf-8", "{\"a\": \"\377\"}", NULL, "could not read lock record " FNAME
       ": 'utf-8' codec can't decode byte 0xff in position 7: invalid start byte" },
-    { "a list", "[]", "lock record must be a JSON object" },
-    { "missing fields", "{\"lock_id\": \"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"channel\": \"cr\"}",
+    { "a list", "[]", NULL, "lock record must be an object" },
+    { "missing fields", "{\"lock_id\": \"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"channel\": \"cr\"}", NULL,
       "lock record is missing required fields" },
-    { "id mismatch", "{\n  \"channel\": \"cr\",\n  \"expires_at\": \"2099-01-01T00:05:00+00:00\",\n"
-      "  \"lock_id\": \"ffffffffffffffffffffffffffffffff\",\n  \"locked_at\": \"x\",\n  \"owner\": \"x\",\n"
-      REC_PATHS REC_TAIL, "lock id does not match filename '" FNAME "'" },
+    { "unknown field", "{\"channel\": \"cr\", \"expires_at\": 1, \"lock_id\": 1, \"locked_at\": 1, "
+      "\"owner\": 1, \"paths\": 1, \"updated_at\": 1, \"note\": 1}", NULL, "lock record contains unknown fields" },
+    { "aliases disagree", "{\"channel\": \"cr\", \"expires_at\": 1, \"lease_expires_at\": 2, \"lock_id\": 1, "
+      "\"locked_at\": 1, \"owner\": 1, \"paths\": 1, \"updated_at\": 1}", NULL,
+      "expires_at and lease_expires_at aliases disagree" },
+    { "paths not a list", FLAT(TS, "\"x\"", "{}"), NULL, "lock paths must be an array" },
+    { "path entry not an object", FLAT(TS, "\"x\"", "[\"z\"]"), NULL, "lock path must be an object" },
+    { "path entry without kind", FLAT(TS, "\"x\"", "[{\"display_path\": \"z\", \"normalized_path\": \"z\"}]"),
+      NULL, "lock path is missing required fields" },
+    { "dot path", FLAT(TS, "\"x\"", "[{\"display_path\": \"./z\", \"kind\": \"file\", "
+      "\"normalized_path\": \"./z\"}]"), NULL, "normalized_path is not workspace-relative" },
+    { "absolute path", FLAT(TS, "\"x\"", "[{\"display_path\": \"/z\", \"kind\": \"file\", "
+      "\"normalized_path\": \"/z\"}]"), NULL, "normalized_path is not workspace-relative" },
+    { "empty display path", FLAT(TS, "\"x\"", "[{\"display_path\": \"\", \"kind\": \"file\", "
+      "\"normalized_path\": \"z\"}]"), NULL, "display_path must be safe non-empty text" },
+    { "bad kind", FLAT(TS, "\"x\"", "[{\"display_path\": \"z\", \"kind\": \"socket\", "
+      "\"normalized_path\": \"z\"}]"), NULL, "path kind must be file or directory" },
+    { "owner not a string", FLAT(TS, "5", ONE_PATH), "PATH_LOCK_INVALID_OWNER", "owner must be a safe identity" },
+    { "no paths", FLAT(TS, "\"x\"", "[]"), NULL, "lock must contain at least one path" },
+    { "naive expiry", FLAT("\"2099-01-01T00:05:00\"", "\"x\"", ONE_PATH), "PATH_LOCK_INVALID_TIMESTAMP",
+      "expires_at must be an ISO-8601 string" },
+    { "NaN expiry", FLAT("NaN", "\"x\"", ONE_PATH), "PATH_LOCK_INVALID_TIMESTAMP",
+      "expires_at must be an ISO-8601 string" },
     { "partial recovery", REC_HEAD REC_PATHS
       "  \"previous_expires_at\": null,\n  \"previous_owner\": \"y\",\n"
-      "  \"recovery_reason\": null,\n  \"updated_at\": \"x\"\n}\n",
+      "  \"recovery_reason\": null,\n  \"updated_at\": " TS "\n}\n", NULL,
       "previous owner, expiry, and recovery reason must be recorded together" },
-    { "dot path", REC_HEAD "  \"paths\": [{\"display_path\": \"./z\", \"kind\": \"file\", "
-      "\"normalized_path\": \"./z\"}],\n" REC_TAIL, "normalized_path is not workspace-relative" },
-    { "absolute path", REC_HEAD "  \"paths\": [{\"display_path\": \"/z\", \"kind\": \"file\", "
-      "\"normalized_path\": \"/z\"}],\n" REC_TAIL, "normalized_path is not workspace-relative" },
-    { "bad kind", REC_HEAD "  \"paths\": [{\"display_path\": \"z\", \"kind\": \"socket\", "
-      "\"normalized_path\": \"z\"}],\n" REC_TAIL, "path kind must be file or directory" },
-    { "no paths", REC_HEAD "  \"paths\": [],\n" REC_TAIL, "lock paths must be a non-empty list" },
-    { "path entry without kind", REC_HEAD "  \"paths\": [{\"display_path\": \"z\", "
-      "\"normalized_path\": \"z\"}],\n" REC_TAIL, "lock record is missing required fields" },
-    { "naive expiry", "{\"channel\": \"cr\", \"expires_at\": \"2099-01-01T00:05:00\", \"lock_id\": "
-      "\"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"locked_at\": \"x\", \"owner\": \"x\", " "\"paths\": "
-      "[{\"display_path\": \"z\", \"kind\": \"file\", \"normalized_path\": \"z\"}], \"updated_at\": \"x\"}",
-      "expires_at must include an explicit UTC offset" },
-    { "aliases disagree", "{\"channel\": \"cr\", \"expires_at\": \"2099-01-01T00:05:00+00:00\", "
-      "\"lease_expires_at\": \"2098-01-01T00:05:00+00:00\", \"lock_id\": "
-      "\"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"locked_at\": \"x\", \"owner\": \"x\", \"paths\": "
-      "[{\"display_path\": \"z\", \"kind\": \"file\", \"normalized_path\": \"z\"}], \"updated_at\": \"x\"}",
-      "expires_at and lease_expires_at disagree" },
-    { "owner not a string", "{\"channel\": \"cr\", \"expires_at\": \"2099-01-01T00:05:00+00:00\", "
-      "\"lock_id\": \"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"locked_at\": \"x\", \"owner\": 5, "
-      "\"paths\": [{\"display_path\": \"z\", \"kind\": \"file\", \"normalized_path\": \"z\"}], "
-      "\"updated_at\": \"x\"}", "lock owner must be a non-empty string" },
-    { "NaN expiry", "{\"channel\": \"cr\", \"expires_at\": NaN, \"lock_id\": "
-      "\"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"locked_at\": \"x\", \"owner\": \"x\", \"paths\": "
-      "[{\"display_path\": \"z\", \"kind\": \"file\", \"normalized_path\": \"z\"}], \"updated_at\": \"x\"}",
-      "lock expiry must be a string" },
+    { "id mismatch", "{\n  \"channel\": \"cr\",\n  \"expires_at\": \"2099-01-01T00:05:00+00:00\",\n"
+      "  \"lock_id\": \"ffffffffffffffffffffffffffffffff\",\n  \"locked_at\": " TS ",\n  \"owner\": \"x\",\n"
+      REC_PATHS REC_TAIL, NULL, "lock id does not match filename '" FNAME "'" },
 };
 
 static void test_parse(void)
@@ -226,7 +232,8 @@ static void test_parse(void)
         struct ac_err e = AC_ERR_INIT;
         int rc = ac_lockrec_parse(bad_records[i].data, strlen(bad_records[i].data), FNAME, "cr",
                                   &r, &e);
-        TAP_OK(rc == -1 && e.code && strcmp(e.code, "PATH_LOCK_INVALID_RECORD") == 0 &&
+        const char *code = bad_records[i].code ? bad_records[i].code : "PATH_LOCK_INVALID_RECORD";
+        TAP_OK(rc == -1 && e.code && strcmp(e.code, code) == 0 &&
                strcmp(e.msg, bad_records[i].msg) == 0 && r.json == NULL,
                "record %s: %s", bad_records[i].name, bad_records[i].msg);
         if (rc == 0 || strcmp(e.msg, bad_records[i].msg) != 0)
@@ -278,10 +285,10 @@ static void test_parse(void)
     /* Non-ASCII stays UTF-8. */
     {
         static const char uni[] = "{\"channel\": \"cr\", \"expires_at\": \"2099-01-01T00:05:00+00:00\", "
-            "\"lock_id\": \"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"locked_at\": \"x\", \"owner\": \"x\", "
+            "\"lock_id\": \"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\", \"locked_at\": " TS ", \"owner\": \"x\", "
             "\"paths\": [{\"display_path\": \"\\u00fc/\\u0444\", \"kind\": \"directory\", "
             "\"normalized_path\": \"\\u00fc/\\u0444\"}], \"previous_expires_at\": \"2098-01-01T00:00:00+00:00\", "
-            "\"previous_owner\": \"y\", \"recovery_reason\": \"r\", \"updated_at\": \"x\"}";
+            "\"previous_owner\": \"y\", \"recovery_reason\": \"r\", \"updated_at\": " TS "}";
         struct ac_err e = AC_ERR_INIT;
         TAP_OK(ac_lockrec_parse(uni, strlen(uni), FNAME, "cr", &r, &e) == 0 && r.paths[0].is_dir &&
                strcmp(r.previous_owner, "y") == 0, "a recovered record with non-ASCII paths");
@@ -451,8 +458,9 @@ static void test_expiry(void)
     TAP_OK(strcmp(rec.owner, "erin") == 0 && strcmp(rec.previous_owner, "carol") == 0 &&
            strcmp(rec.previous_expires_at, "2020-01-01T00:05:00.000000+00:00") == 0 &&
            strcmp(rec.recovery_reason, "carol left") == 0 &&
-           strcmp(rec.locked_at, "2030-01-01T00:00:00.000000+00:00") == 0,
-           "the new record keeps the id and locked_at, records the previous holder");
+           strcmp(rec.locked_at, "2030-01-01T00:00:00.000000+00:00") != 0 &&
+           strcmp(rec.locked_at, rec.updated_at) == 0,
+           "the new record keeps the id, is locked now, records the previous holder");
     ac_lockrec_free(&rec);
     {
         char *after = t_read(chan_path("ex", "locks/5a5b5c5d5e5f50515253545556575859.json"), NULL);
@@ -480,13 +488,22 @@ static void test_crafted(void)
                  "2099-01-01T00:05:00.000000+00:00");
     t_write(chan_path("cr", "locks/notes.txt"), "ignored");
     t_write(chan_path("cr", "locks/.hidden.json"), "ignored too");
+    t_write(chan_path("cr", "locks/_under.json"), "ignored too");
+    TAP_OK(ac_pathlock_list(ch, 0, &l, NULL, NULL, &err) == 0 && l.n == 2,
+           "other files and hidden files in locks/ are not records");
+    ac_locklist_free(&l);
+    /* A path target makes the Python tool read every "*.json" of locks/. */
+    TAP_OK(ac_pathlock_unlock(ch, "dup/x", "alice", NULL, &err) == -1 &&
+           strcmp(err.code, "PATH_LOCK_INVALID_RECORD") == 0 &&
+           strcmp(err.msg, "could not read lock record .hidden.json: "
+                           "Expecting value: line 1 column 1 (char 0)") == 0,
+           "a path target reads hidden .json files too: %s", err.msg);
+    unlink(chan_path("cr", "locks/.hidden.json"));
+    unlink(chan_path("cr", "locks/_under.json"));
     TAP_OK(ac_pathlock_unlock(ch, "dup/x", "alice", NULL, &err) == -1 &&
            strcmp(err.code, "PATH_LOCK_CONFLICT") == 0 &&
            strcmp(err.msg, "path target matches multiple lock records: dup/x") == 0,
            "a path matching two records");
-    TAP_OK(ac_pathlock_list(ch, 0, &l, NULL, NULL, &err) == 0 && l.n == 2,
-           "other files and hidden files in locks/ are not records");
-    ac_locklist_free(&l);
     t_write(chan_path("cr", "locks/f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff.json"), "not json\n");
     p[0] = "anything";
     TAP_OK(ac_pathlock_check(ch, p, 1, NULL, &l, &err) == -1 &&
@@ -522,7 +539,33 @@ static void write_journal(const char *chan, const char *phase, const char *op, c
     free(b);
 }
 
+/* A journal in the Python tool's shape with one member replaced. */
+#define JRN(actor, before, phase, target, txid, version) "{\"actor\": " actor ", \"after\": null, " \
+    "\"before\": " before ", \"event\": 7, \"operation\": \"unlock\", \"phase\": " phase ", " \
+    "\"target\": " target ", \"transaction_id\": " txid ", \"version\": " version "}"
+#define JA "\"x\""
+#define JT "\"e0e1e2e3e4e5e6e7e8e9eaebecedeeef.json\""
+#define JX "\"t\""
+
 static const struct { const char *name, *text, *msg; } bad_journals[] = {
+    { "version \"1\"", JRN(JA, "null", "\"prepared\"", JT, JX, "\"1\""),
+      "transaction marker has an unsupported shape" },
+    { "version false", JRN(JA, "null", "\"prepared\"", JT, JX, "false"),
+      "transaction marker has an unsupported shape" },
+    { "an unsafe transaction id", JRN(JA, "null", "\"prepared\"", JT, "\"a b\"", "1"),
+      "transaction marker has an unsupported shape" },
+    { "a transaction id that is a number", JRN(JA, "null", "\"prepared\"", JT, "5", "1"),
+      "transaction marker has an unsupported shape" },
+    { "an actor that is not a string", JRN("null", "null", "\"prepared\"", JT, JX, "1"),
+      "transaction marker has an unsupported shape" },
+    { "a target under another directory", JRN(JA, "null", "\"prepared\"",
+      "\"tasks/e0e1e2e3e4e5e6e7e8e9eaebecedeeef.json\"", JX, "1"),
+      "transaction target is not a lock record filename" },
+    { "a target that is not .json", JRN(JA, "null", "\"prepared\"", "\"e0.txt\"", JX, "1"),
+      "transaction target is not a lock record filename" },
+    { "bad base64 in previous_bytes", "{\"actor\": \"x\", \"after\": null, \"before\": null, "
+      "\"event\": 7, \"operation\": \"unlock\", \"phase\": \"prepared\", \"previous_bytes\": \"Q\", "
+      "\"target\": " JT ", \"transaction_id\": \"t\", \"version\": 2}", "transaction bytes are not valid base64" },
     { "version 3", "{\"version\": 3}", "transaction marker has an unsupported shape" },
     { "not json", "not json\n",
       "could not read transaction marker: Expecting value: line 1 column 1 (char 0)" },
@@ -535,7 +578,7 @@ static const struct { const char *name, *text, *msg; } bad_journals[] = {
       "\"version\": 1}", "transaction marker has an unsupported shape" },
     { "before is a number", "{\"actor\": \"x\", \"after\": null, \"before\": 5, \"event\": "
       "\"path.locked\", \"operation\": \"lock\", \"phase\": \"prepared\", \"target\": \"a.json\", "
-      "\"transaction_id\": \"t\", \"version\": 1}", "transaction marker has an unsupported shape" },
+      "\"transaction_id\": \"t\", \"version\": 1}", "transaction bytes must be base64 text" },
     { "escaping target", "{\"actor\": \"x\", \"after\": null, \"before\": null, \"event\": "
       "\"path.lock.unlocked\", \"operation\": \"unlock\", \"phase\": \"prepared\", \"target\": "
       "\"../escape.json\", \"transaction_id\": \"t\", \"version\": 1}",
@@ -591,6 +634,31 @@ static void test_journals(void)
         TAP_OK(ac_pathlock_recover_pending(ch, "x", AC_RESOLVE_AUTO, &info, &e2) == -1 &&
                strcmp(e2.msg, bad_journals[i].msg) == 0, "journal %s: recover-pending too",
                bad_journals[i].name);
+    }
+
+    /* Accepted shapes: version 2, 1.0 or true, a "locks\\" target, any
+     * event; an unsafe actor is an owner error. */
+    {
+        static const char *const good[] = {
+            JRN(JA, "null", "\"prepared\"", JT, JX, "2"),
+            JRN(JA, "null", "\"prepared\"", JT, JX, "1.0"),
+            JRN(JA, "null", "\"prepared\"", JT, JX, "true"),
+            JRN(JA, "null", "\"prepared\"", "\"locks\\\\e0e1e2e3e4e5e6e7e8e9eaebecedeeef.json\"", JX, "1"),
+        };
+        struct ac_err e = AC_ERR_INIT;
+        for (i = 0; i < COUNT(good); i++) {
+            t_write(chan_path("lj", "locks/.path-lock-transaction.json"), good[i]);
+            TAP_OK(ac_pathlock_check(ch, p, 1, NULL, &l, &e) == -1 &&
+                   strcmp(e.code, "PATH_LOCK_TRANSACTION_PENDING") == 0, "journal shape %zu is pending", i);
+            TAP_OK(ac_pathlock_recover_pending(ch, "x", AC_RESOLVE_AUTO, &info, &e) == 0 &&
+                   info.outcome == AC_PENDING_ROLLED_BACK, "and rolled back (%s)", e.msg);
+        }
+        t_write(chan_path("lj", "locks/.path-lock-transaction.json"),
+                JRN("\"a b\"", "null", "\"prepared\"", JT, JX, "1"));
+        TAP_OK(ac_pathlock_check(ch, p, 1, NULL, &l, &e) == -1 &&
+               strcmp(e.code, "PATH_LOCK_INVALID_OWNER") == 0 &&
+               strcmp(e.msg, "actor must be a safe identity") == 0, "an unsafe actor: %s", e.msg);
+        unlink(chan_path("lj", "locks/.path-lock-transaction.json"));
     }
 
     /* prepared lock: pending for everyone; resolution refused; rolled back. */

@@ -267,6 +267,19 @@ describe("agent-chat error lines", function()
       "invalid task name (expected task-<id>.md marker): 'notes.md'")
   end)
 
+  -- The Python tool's marker names: task-[A-Za-z0-9][A-Za-z0-9_-]*.md
+  it("takes only task-<letters, digits, _ and ->.md as a legacy marker name", function()
+    for _, name in ipairs({ "task-a b.md", "task-1.MD", "task-1.md.bak", "task-1.txt", "task-\195\188.md",
+                            "task-_x.md", "task--x.md", "task-a.b.md", "task-.md", "Task-1.md" }) do
+      expect_error({ "--root", root, "claim", "c", name, "--as", "a" }, 1,
+        "invalid task name (expected task-<id>.md marker): '" .. name .. "'")
+    end
+    F.write(root .. "/c/task-x_Y-9.md", "marker\n")
+    local r = F.run({ "--root", root, "claim", "c", "task-x_Y-9.md", "--as", "a" })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("claimed task-x_Y-9.md -> task-x_Y-9.CLAIMED-a.md\n", r.stdout)
+  end)
+
   it("reports an unparsable _meta.json", function()
     F.init(root, "broken")
     F.write(root .. "/broken/_meta.json", "{not json")

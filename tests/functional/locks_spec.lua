@@ -108,7 +108,10 @@ describe("lock CLI", function()
   it("check exits 0 with conflicts and lists each lock once, by id", function()
     local a = locked_id(ok(ac(root, "lock", "c", "x/1", "x/2", "--as", "alice")))
     local b = locked_id(ok(ac(root, "lock", "c", "y", "--as", "bob")))
-    local r = ok(ac(root, "check", "c", "x", "x/1", "y/z"))
+    -- check refuses overlapping paths as lock does (the Python tool's rule)
+    fails(ac(root, "check", "c", "x", "x/1", "y/z"), "PATH_LOCK_CONFLICT",
+      "requested paths overlap within one lock request")
+    local r = ok(ac(root, "check", "c", "x", "y/z"))
     local lines = F.lines(r.stdout)
     assert.equal(2, #lines)
     local ids = { a, b }
@@ -764,6 +767,105 @@ describe("the journal", function()
     assert.equal(H.read(dir .. "/locks/" .. id .. ".json"), b64decode(j.after))
     -- indent 2, sorted keys, trailing newline
     assert.equal(text, json.dumps(j, { indent = 2, sort_keys = true, ensure_ascii = false }) .. "\n")
+  end)
+end)
+
+-- ================================================================ order of checks
+
+-- The Python tool's order of checks (path_locks.py): a request meets the
+-- error of its first problem in that order, so a channel with several
+-- problems gives the same line with either tool.
+describe("the order of the checks", function()
+  local ID = "0a0b0c0d0e0f00010203040506070809"
+
+  --- A hand-made record of lock `id` on `path`, expiring at `expires`.
+  local function record(dir, id, owner, path, expires)
+    os.execute("mkdir -p " .. F.sh(dir .. "/locks"))
+    H.write(dir .. "/locks/" .. id .. ".json", json.dumps({
+      channel = "o", expires_at = expires, lock_id = id, locked_at = "2030-01-01T00:00:00.000000+00:00",
+      owner = owner, paths = { { display_path = path, kind = "file", normalized_path = path } },
+      previous_expires_at = json.null, previous_owner = json.null, recovery_reason = json.null,
+      updated_at = "2030-01-01T00:00:00.000000+00:00",
+    }, { indent = 2, sort_keys = true }) .. "\n")
+  end
+
+  local PAST, FUTURE = "2020-01-01T00:00:00.000000+00:00", "2099-01-01T00:00:00.000000+00:00"
+  local OVERLAP = "requested paths overlap within one lock request"
+
+  it("lock: owner, paths with their overlaps in order, journal, records, conflicts, then duration", function()
+    local root, dir = fresh("o")
+    fails(ac(root, "lock", "o", "a", "a", "--as", "_x", "--ttl", "0"), "PATH_LOCK_INVALID_OWNER",
+      "owner must be a safe identity")
+    fails(ac(root, "lock", "o", "a", "a", "../b", "--as", "x"), "PATH_LOCK_CONFLICT", OVERLAP)
+    fails(ac(root, "lock", "o", "../b", "a", "a", "--as", "x"), "PATH_LOCK_INVALID_PATH",
+      "parent traversal is not allowed")
+    fails(ac(root, "lock", "o", "ab:c", "--as", "x"), "PATH_LOCK_INVALID_PATH", "path names may not contain ':'")
+    record(dir, ID, "alice", "a", FUTURE)
+    fails(ac(root, "lock", "o", "a", "--as", "x", "--ttl", "-1"), "PATH_LOCK_CONFLICT",
+      "lock request overlaps an active lock")
+    fails(ac(root, "lock", "o", "b", "--as", "x", "--ttl", "1e12"), "PATH_LOCK_INVALID_DURATION",
+      "lock duration is outside the supported timestamp range")
+    -- an expired lock among the overlapping ones decides, whatever its id
+    record(dir, "ffffffffffffffffffffffffffffffff", "bob", "b", PAST)
+    fails(ac(root, "lock", "o", ".", "--as", "x"), "PATH_LOCK_RECOVERY_REQUIRED",
+      "lock request overlaps an expired lock; recover it explicitly")
+    H.write(dir .. "/locks/.path-lock-transaction.json", "{}")
+    fails(ac(root, "lock", "o", "c", "--as", "x", "--ttl", "0"), "PATH_LOCK_TRANSACTION_INVALID",
+      "transaction marker has an unsupported shape")
+  end)
+
+  it("check: paths and overlaps before the owner", function()
+    local root = fresh("o")
+    fails(ac(root, "check", "o", "src", "src/a", "--as", "bad owner"), "PATH_LOCK_CONFLICT", OVERLAP)
+    fails(ac(root, "check", "o", "/x", "--as", "bad owner"), "PATH_LOCK_INVALID_PATH",
+      "absolute paths are not allowed")
+    fails(ac(root, "check", "o", "src", "--as", "bad owner"), "PATH_LOCK_INVALID_OWNER",
+      "owner must be a safe identity")
+  end)
+
+  it("recover: owner, reason, journal, target, expiry, other locks, then duration", function()
+    local root, dir = fresh("o")
+    fails(ac(root, "recover", "o", "nope", "--as", "a b", "--reason", "\n"), "PATH_LOCK_INVALID_OWNER",
+      "owner must be a safe identity")
+    fails(ac(root, "recover", "o", "nope", "--as", "x", "--reason", "tab\there"), "PATH_LOCK_INVALID_REASON",
+      "recovery reason contains a forbidden control character")
+    fails(ac(root, "recover", "o", "nope", "--as", "x", "--reason", "r", "--ttl", "0"), "PATH_LOCK_NOT_FOUND",
+      "lock record does not exist: nope")
+    record(dir, ID, "alice", "a", FUTURE)
+    fails(ac(root, "recover", "o", ID, "--as", "x", "--reason", "r", "--ttl", "nan"), "PATH_LOCK_NOT_STALE",
+      "lock " .. ID .. " is still active")
+    -- an expired lock whose paths another (active) lock overlaps
+    record(dir, ID, "alice", "a/b", PAST)
+    record(dir, "1a1b1c1d1e1f10111213141516171819", "bob", "a", FUTURE)
+    fails(ac(root, "recover", "o", ID, "--as", "x", "--reason", "r", "--ttl", "0"), "PATH_LOCK_CONFLICT",
+      "recovery request overlaps an active lock")
+    os.remove(dir .. "/locks/1a1b1c1d1e1f10111213141516171819.json")
+    fails(ac(root, "recover", "o", "a/b", "--as", "x", "--reason", "r", "--ttl", "0"),
+      "PATH_LOCK_INVALID_DURATION", "lock duration must be positive")
+    local r = ok(ac(root, "recover", "o", "a/b", "--as", "x", "--reason", "r"))
+    assert.equal("recovered " .. ID .. " for x previous_owner=alice reason=r\n", r.stdout)
+  end)
+
+  it("unlock by id reads that record alone; by path every .json of locks/", function()
+    local root, dir = fresh("o")
+    record(dir, ID, "alice", "a", FUTURE)
+    H.write(dir .. "/locks/ffffffffffffffffffffffffffffffff.json", "not json\n")
+    fails(ac(root, "check", "o", "z"), "PATH_LOCK_INVALID_RECORD",
+      "could not read lock record ffffffffffffffffffffffffffffffff.json: Expecting value: line 1 column 1 (char 0)")
+    fails(ac(root, "unlock", "o", "a", "--as", "alice"), "PATH_LOCK_INVALID_RECORD",
+      "could not read lock record ffffffffffffffffffffffffffffffff.json: Expecting value: line 1 column 1 (char 0)")
+    ok(ac(root, "unlock", "o", ID, "--as", "alice"))
+  end)
+
+  it("an audit post that fails undoes the change: PATH_LOCK_AUDIT_FAILED", function()
+    local root, dir = fresh("o")
+    local before = F.snapshot(dir)
+    local r = F.run({ "--root", root, "lock", "o", "a", "--as", "x" }, { env = { AGENT_CHAT_FAULT = "seq.lock" } })
+    fails(r, "PATH_LOCK_AUDIT_FAILED",
+      "path lock audit event could not be written: could not acquire channel seq lock: Input/output error")
+    assert.same({}, F.diff(before, F.snapshot(dir), function(path)
+      return path == "locks" or path == ".path-locks.lock"
+    end))
   end)
 end)
 

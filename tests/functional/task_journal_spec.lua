@@ -4,7 +4,8 @@
 -- on malformed journals (what every lease command says, and what
 -- recover-pending says after it), a published journal that disagrees with
 -- the records, the commands that look up their task before the journal,
--- and the code of a failed audit post. Each refusal is one coded line,
+-- the code of a failed audit post, and which lease rule speaks first when
+-- a lease is both expired and held by someone else. Each refusal is one coded line,
 -- exit 2, and changes nothing under the root.
 local H = require "spec_helper"
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
@@ -326,4 +327,53 @@ describe("an audit post that fails", function()
       .. "could not acquire channel seq lock: Input/output error\n", r.stderr)
     assert.is_nil(F.read(root .. "/c/tasks/t2.json"))
   end)
+end)
+
+describe("a lease that is both expired and held by someone else", function()
+  -- The Python tool's lease rules: renew, release and done check the holder
+  -- before the expiry; update and block (update_task) and claim check the
+  -- expiry first. Several ids and holders, so that no name is special.
+  local PAST = "2001-02-03T04:05:06.000000+00:00"
+  local function expired(id, holder)
+    local root = T.scratch() .. "/root"
+    T.must(root, { "init", "c" })
+    assert(os.execute("mkdir " .. H.sh(root .. "/c/tasks") .. " " .. H.sh(root .. "/c/claims")))
+    F.write(root .. "/c/tasks/" .. id .. ".json", T.record{ id = id, channel = "c", status = "in_progress",
+      owner = holder, lease_expires_at = PAST })
+    F.write(root .. "/c/claims/" .. id .. "." .. holder .. ".json", T.claim{ task_id = id, channel = "c",
+      owner = holder, lease_expires_at = PAST, claimed_at = "2001-02-03T04:00:00.000000+00:00",
+      updated_at = "2001-02-03T04:00:00.000000+00:00" })
+    T.must(root, { "task", "list", "c" })
+    return root
+  end
+
+  for _, who in ipairs({ { "t1", "bob", "carol" }, { "Job_2", "alice", "bob" }, { "x", "lead.ops", "eve" } }) do
+    local id, holder, other = who[1], who[2], who[3]
+    local MISMATCH = "lease for task " .. id .. " belongs to " .. holder
+    local RECOVERY = "expired lease for task " .. id .. " requires explicit recovery"
+    it(id .. " held by " .. holder .. ": the holder first for renew/release/done, the expiry first otherwise",
+      function()
+        local root = expired(id, holder)
+        for _, op in ipairs({ "renew", "release", "done" }) do
+          refused(root, { "task", op, "c", id, "--as", other }, "LEASE_OWNER_MISMATCH", MISMATCH)
+          refused(root, { "task", op, "c", id, "--as", holder }, "LEASE_RECOVERY_REQUIRED", RECOVERY)
+        end
+        for _, argv in ipairs({
+          { "task", "update", "c", id, "--as", other, "--title", "y" },
+          { "task", "update", "c", id, "--as", holder, "--title", "y" },
+          { "task", "block", "c", id, "--as", other },
+          { "task", "block", "c", id, "--as", holder },
+          { "task", "claim", "c", id, "--as", other },
+          { "task", "claim", "c", id, "--as", holder },
+        }) do
+          refused(root, argv, "LEASE_RECOVERY_REQUIRED", RECOVERY)
+        end
+        -- an unexpired lease: update by another is the holder's rule
+        T.must(root, { "task", "recover", "c", id, "--as", other, "--reason", "stale" })
+        refused(root, { "task", "update", "c", id, "--as", holder, "--title", "y" }, "LEASE_OWNER_MISMATCH",
+          "lease for task " .. id .. " belongs to " .. other)
+        refused(root, { "task", "renew", "c", id, "--as", holder }, "LEASE_OWNER_MISMATCH",
+          "lease for task " .. id .. " belongs to " .. other)
+      end)
+  end
 end)

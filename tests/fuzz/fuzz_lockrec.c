@@ -6,12 +6,15 @@
  * scratch directory.
  *
  * Properties:
- *   - a record either parses or fails with PATH_LOCK_INVALID_RECORD;
+ *   - a record either parses or fails with PATH_LOCK_INVALID_RECORD or
+ *     the code of its bad field (lock id, channel, owner, timestamp,
+ *     reason), as the Python tool's checks do;
  *   - a parsed record has its lock id, owner, channel and at least one
  *     path, every normalized path canonical; it encodes, the encoding
  *     parses to the same fields, and encodes to the same bytes;
  *   - a journal is either absent-equivalent, usable, or
- *     PATH_LOCK_TRANSACTION_INVALID; a usable one written back
+ *     PATH_LOCK_TRANSACTION_INVALID (PATH_LOCK_INVALID_OWNER for an unsafe
+ *     actor); a usable one written back
  *     (ac_pl_journal_write) reads back with the same fields and bytes.
  */
 #include "fuzz.h"
@@ -87,7 +90,15 @@ static void check_record(const uint8_t *data, size_t size)
 
     record_name(data, size, name, sizeof name);
     if (ac_lockrec_parse((const char *)data, size, name, "c", &r, &err) == -1) {
-        FUZZ_CHECK(err.code && strcmp(err.code, "PATH_LOCK_INVALID_RECORD") == 0 && err.msg[0],
+        /* The Python tool's record checks: PATH_LOCK_INVALID_RECORD, or
+         * the code of the bad field (lock id, channel, owner, timestamp,
+         * reason). */
+        FUZZ_CHECK(err.code && (strcmp(err.code, "PATH_LOCK_INVALID_RECORD") == 0 ||
+                                strcmp(err.code, "PATH_LOCK_INVALID_LOCK_ID") == 0 ||
+                                strcmp(err.code, "PATH_LOCK_INVALID_CHANNEL") == 0 ||
+                                strcmp(err.code, "PATH_LOCK_INVALID_OWNER") == 0 ||
+                                strcmp(err.code, "PATH_LOCK_INVALID_TIMESTAMP") == 0 ||
+                                strcmp(err.code, "PATH_LOCK_INVALID_REASON") == 0) && err.msg[0],
                    "unexpected failure %s: %s", err.code ? err.code : "(null)", err.msg);
         return;
     }
@@ -129,7 +140,8 @@ static void check_journal(const uint8_t *data, size_t size)
     close(fd);
     rc = ac_pl_journal_read(ldfd, &j, &err);
     if (rc == -1) {
-        FUZZ_CHECK(err.code && strcmp(err.code, "PATH_LOCK_TRANSACTION_INVALID") == 0,
+        FUZZ_CHECK(err.code && (strcmp(err.code, "PATH_LOCK_TRANSACTION_INVALID") == 0 ||
+                                strcmp(err.code, "PATH_LOCK_INVALID_OWNER") == 0),
                    "unexpected failure %s: %s", err.code ? err.code : "(null)", err.msg);
         return;
     }

@@ -24,8 +24,6 @@
 -- code 1; misuse raises.
 local A = {}
 
-local pycompat = require "agentchat.pycompat"
-
 local function pl()
   return require "agentchat.pathlocks"
 end
@@ -70,7 +68,9 @@ function A.lock_channel(root, name)
     return ch
   end
   if code == "CHANNEL_INVALID_NAME" then
-    return nil, "invalid channel name: " .. pycompat.repr_str(name) .. " (" .. msg .. ")",
+    -- Quoted as the core message quotes it ('a\b', not repr's 'a\\b').
+    local shown = msg:match(": '(.*)'$") or name
+    return nil, "invalid channel name: '" .. shown .. "' (" .. msg .. ")",
       "PATH_LOCK_INVALID_CHANNEL", 1
   elseif code == "CHANNEL_NOT_FOUND" then
     local ac = require "agentchat"
