@@ -93,7 +93,9 @@ ETCD_LIBS := -ldl
 ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/ops.c src/etcd/watch.c
 ETCD_OBJ := $(ETCD_SRC:src/%.c=build/%.o)
 
-CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conformance/run)
+# The vendored kit: the source kit plus our documented deviations
+# (tests/conformance/VENDORED.md); tests/conformance-vendored-tap checks that.
+CONFORMANCE ?= tests/conformance/run
 # Conformance families whose issues have landed (see the README).
 CONFORMANCE_FAMILIES ?= msg task lock state event hook
 # Families of the recorded corpus (tests/conformance/corpus) that pass whole.
@@ -216,7 +218,7 @@ test check: deps
 	  STRESS_SECONDS="$(STRESS_SECONDS)" AGENT_CHAT_TEST_LOGS="$(CURDIR)/build/test-logs" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
 	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) \
-	    $(CORPUS_FAMILIES:%=corpus:%) fuzz:all \
+	    $(CORPUS_FAMILIES:%=corpus:%) tests/conformance-vendored-tap fuzz:all \
 	  || { tests/show-failures build/test-logs; exit 1; }
 
 # The long runs (CI does not run them); each part is its own prove line.
