@@ -39,7 +39,7 @@
  *     rc = ac_chan_mutex_acquire(ch, AC_MUTEX_TASKS, deadline, 0, &mx, &err);
  *     ... ac_chan_rec_scan(ch, AC_TASKS, NULL, 0, &set, &err) ...
  *     ... ac_chan_rec_create / a record-changing command ...
- *     ac_chan_mutex_release(mx);
+ *     ac_mutex_release(mx);
  *
  *     ac_chan_close(ch);                                // every channel first,
  *     ac_store_close(st);                               // then the store
@@ -78,9 +78,12 @@
 #include "agentchat/frontmatter.h"
 
 /* 1: channels, messages, cursors, notification, the legacy marker claim.
- * 2: record families, mutexes, blobs, workspace paths, fsck, batches and
- *    pending batches, notification of acks and cursors (receipts), and the
- *    cursor of a read (its lock and its advance). */
+ * 2: record families, mutexes (a reader's too: mutex_keep), blobs,
+ *    workspace paths, fsck (and the channels only fsck opens: chan_hidden,
+ *    chan_open_hidden), batches and pending batches, notification of acks
+ *    and cursors (receipts), and the cursor of a read (its lock and its
+ *    advance). Version 2 is not released yet: its last three operations
+ *    came with it, appended; a table may leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
