@@ -165,7 +165,7 @@ int ac_chan_watch_wait(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_n
 
 int ac_chan_watch_wait_fd(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_ns, int fd)
 {
-    if (!HAS(ch->store, 3, watch_wait_fd)) {
+    if (!HAS(ch->store, 2, watch_wait_fd)) {
         errno = ENOSYS;
         return -1;
     }

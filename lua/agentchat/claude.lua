@@ -4,7 +4,6 @@
 --   claude.home()                        -- $CLAUDE_CONFIG_DIR, else ~/.claude
 --   claude.locate(dir_or_team)           -- {dir, home, name} | nil, msg, code, exit
 --   claude.roster(dir, warn)             -- {name, lead, members, lead_session}
---   claude.inboxes(dir)                  -- {{file, owner}, ...} (inboxes/<name>.json)
 --   claude.entries(text)                 -- the inbox array | nil, problem
 --   claude.record(entry, ctx)            -- the channel record of one entry
 --   claude.key(team, owner, from, timestamp, text [, msg_id])
@@ -189,13 +188,6 @@ function M.roster(dir, warn)
     roster.lead = nil
   end
   return roster
-end
-
---- The inbox files of <dir>/inboxes: {{file = "inboxes/<name>.json",
---- owner = "<name>"}, ...} by name. Lock directories (<name>.json.lock),
---- names starting with '.' and other files are not inboxes.
-function M.inboxes(dir)
-  return importer.inboxes(dir, M.INBOXES, "json")
 end
 
 --- The entries of an inbox file (a JSON array): the list, or nil and the

@@ -261,19 +261,63 @@ function M.too_large(bytes)
     .. "MiB; import it in parts", bytes / (1 << 20), M.TOTAL_MAX >> 20))
 end
 
+--- M.read of a mailbox file whose bytes count toward the plan's TOTAL_MAX
+--- (refused before the file is parsed: the records are what takes memory).
+function M.read_counted(plan, dir, rel)
+  local text, msg, code, exit = M.read(dir, rel)
+  if not text then
+    return nil, msg, code, exit
+  end
+  plan.bytes = (plan.bytes or 0) + #text
+  if plan.bytes > M.TOTAL_MAX then      -- grown since check_total
+    return M.too_large(plan.bytes)
+  end
+  return text
+end
+
+--- M.inboxes whose files hold at most TOTAL_MAX bytes together (else
+--- IMPORT_TOO_LARGE, before any is read).
+function M.sized_inboxes(dir, sub, ext)
+  local inboxes, msg, code, exit = M.inboxes(dir, sub, ext)
+  if not inboxes then
+    return nil, msg, code, exit
+  end
+  local ok
+  ok, msg, code, exit = M.check_total(dir, inboxes)
+  if not ok then
+    return nil, msg, code, exit
+  end
+  return inboxes
+end
+
+--- Read each file src.file of `sources` in dir (counted toward TOTAL_MAX)
+--- as one JSON value, an object or an array (`want`), and call fn(src,
+--- value); a file that is no such value goes to bad(src, problem).
+--- Returns true or the failure to read a file.
+function M.each_json_file(plan, dir, sources, want, fn, bad)
+  for _, src in ipairs(sources) do
+    local text, msg, code, exit = M.read_counted(plan, dir, src.file)
+    if not text then
+      return nil, msg, code, exit
+    end
+    local v, problem = M.json_file(text, want)
+    if v == nil then
+      bad(src, problem)
+    else
+      fn(src, v)
+    end
+  end
+  return true
+end
+
 --- Read the file src.file of dir and call fn(record, lineno) for each line
 --- that parse(object, src.owner) turns into a record; a line it refuses
 --- (nil and the problem) becomes a warning. Returns true or the failure
 --- to read the file.
 function M.each_record(plan, dir, src, parse, fn)
-  local text, msg, code, exit = M.read(dir, src.file)
+  local text, msg, code, exit = M.read_counted(plan, dir, src.file)
   if not text then
     return nil, msg, code, exit
-  end
-  -- Refused before the file is parsed: the records are what takes memory.
-  plan.bytes = (plan.bytes or 0) + #text
-  if plan.bytes > M.TOTAL_MAX then      -- grown since check_total
-    return M.too_large(plan.bytes)
   end
   M.each_line(plan, src.file, text, function(obj, n)
     local rec, problem = parse(obj, src.owner)

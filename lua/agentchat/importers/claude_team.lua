@@ -58,22 +58,20 @@ local function read_tasks(plan, home, sub)
   if not files then
     return nil, msg, code, exit
   end
-  for _, f in ipairs(files) do
-    local text
-    text, msg, code, exit = importer.read(home, f.file)
-    if not text then
-      return nil, msg, code, exit
-    end
-    local task, problem = importer.json_file(text, "object")
-    if task then
-      task, problem = claude.task(task, f.stem)
-    end
+  local ok
+  ok, msg, code, exit = importer.each_json_file(plan, home, files, "object", function(f, obj)
+    local task, problem = claude.task(obj, f.stem)
     if not task then
       importer.warn_task(plan, f.file, problem)
     elseif not task.internal then
       task.file = f.file
       plan.tasks[#plan.tasks + 1] = task
     end
+  end, function(f, problem)
+    importer.warn_task(plan, f.file, problem)
+  end)
+  if not ok then
+    return nil, msg, code, exit
   end
   -- Numeric ids in number order, then the others by name.
   table.sort(plan.tasks, function(a, b)
@@ -121,38 +119,30 @@ function C.load(arg)
   end
   if kinds[claude.INBOXES] then
     local inboxes
-    inboxes, msg, code, exit = claude.inboxes(dir)
+    inboxes, msg, code, exit = importer.sized_inboxes(dir, claude.INBOXES, "json")
     if not inboxes then
       return nil, msg, code, exit
     end
-    for _, inbox in ipairs(inboxes) do
-      plan.inbox_owners = plan.inbox_owners or {}
-      plan.inbox_owners[#plan.inbox_owners + 1] = inbox.owner
-      local text
-      text, msg, code, exit = importer.read(dir, inbox.file)
-      if not text then
-        return nil, msg, code, exit
-      end
-      local list, problem = claude.entries(text)
-      if not list then
-        importer.warn(plan, inbox.file, nil, problem)
-      else
-        local repeats = {}
-        for i, entry in ipairs(list) do
-          local rec
-          rec, problem = claude.record(entry, { team = roster.name, owner = inbox.owner })
-          if not rec then
-            importer.warn(plan, inbox.file, nil, problem, i - 1)
-          else
-            if rec.note then
-              importer.note(plan, inbox.file, nil, rec.note, i - 1)
-            end
-            repeats[rec.hash] = (repeats[rec.hash] or 0) + 1
-            rec.key = rec.hash .. (repeats[rec.hash] > 1 and ("-" .. repeats[rec.hash]) or "")
-            importer.add(plan, rec)
+    ok, msg, code, exit = importer.each_json_file(plan, dir, inboxes, "array", function(inbox, list)
+      local repeats = {}
+      for i, entry in ipairs(list) do
+        local rec, problem = claude.record(entry, { team = roster.name, owner = inbox.owner })
+        if not rec then
+          importer.warn(plan, inbox.file, nil, problem, i - 1)
+        else
+          if rec.note then
+            importer.note(plan, inbox.file, nil, rec.note, i - 1)
           end
+          repeats[rec.hash] = (repeats[rec.hash] or 0) + 1
+          rec.key = rec.hash .. (repeats[rec.hash] > 1 and ("-" .. repeats[rec.hash]) or "")
+          importer.add(plan, rec)
         end
       end
+    end, function(inbox, problem)
+      importer.warn(plan, inbox.file, nil, problem)
+    end)
+    if not ok then
+      return nil, msg, code, exit
     end
   end
   local sub

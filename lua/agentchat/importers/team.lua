@@ -186,12 +186,8 @@ function T.load(dir)
     return plan
   end
   local inboxes
-  inboxes, msg, code, exit = importer.inboxes(dir)
+  inboxes, msg, code, exit = importer.sized_inboxes(dir)
   if not inboxes then
-    return nil, msg, code, exit
-  end
-  ok, msg, code, exit = importer.check_total(dir, inboxes)
-  if not ok then
     return nil, msg, code, exit
   end
   local seen = {}
