@@ -191,12 +191,13 @@ describe("the Claude Code plugin", function()
         for w in line:gmatch("[^%s]+") do
           words[#words + 1] = w
         end
-        -- the command word, and the subcommand of `task` / `event`
+        -- the command word, and the subcommand of `task`, `event`, `import`
+        -- and `bridge`
         if words[2]:sub(1, 1) == "<" then
           goto next                   -- "agent-chat <command> -h": a placeholder
         end
         local argv = { words[2] }
-        if words[2] == "task" or words[2] == "event" then
+        if words[2] == "task" or words[2] == "event" or words[2] == "import" or words[2] == "bridge" then
           argv[2] = words[3]
         end
         argv[#argv + 1] = "-h"
