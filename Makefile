@@ -5,7 +5,10 @@
 #                        run every test (C unit, busted, functional,
 #                        conformance); ends with prove's "Result: PASS"
 #   make demo            set up, build and run the two-agent demo
-#   make bench           benchmark table (AGENT_CHAT_BIN="cmd" to compare)
+#   make bench           benchmark tables: wall medians and instruction counts
+#                        (AGENT_CHAT_BIN="cmd" to measure another implementation)
+#   make bench-compare BASE=REV
+#                        instruction counts of this tree beside revision REV's
 #   make lint            luacheck + cppcheck
 #   make install         PREFIX=/usr/local DESTDIR= (binary, man page,
 #                        bash completion); make uninstall
@@ -102,7 +105,7 @@ CONFORMANCE_FAMILIES ?= msg task lock state event hook
 # Families of the recorded corpus (tests/conformance/corpus) that pass whole.
 CORPUS_FAMILIES ?= msg event hook state task lock
 
-.PHONY: all deps test check demo bench bench-etcd lint install install-plugin uninstall clean tests fuzz \
+.PHONY: all deps test check demo bench bench-compare bench-etcd lint install install-plugin uninstall clean tests fuzz \
         torture check-layers
 all: agent-chat
 
@@ -256,10 +259,18 @@ demo: deps
 	scripts/demo
 
 # BENCH_BASE=CMD also measures another binary in the same run (a base to
-# compare with: its medians and the difference per row).
+# compare with: its medians and the difference per row). Both tables: wall
+# medians, and instruction counts under callgrind (scripts/bench says which).
 bench: deps
 	@$(MAKE) --no-print-directory agent-chat
-	scripts/bench $(if $(BENCH_BASE),--compare '$(BENCH_BASE)')
+	scripts/bench $(if $(BENCH_BASE),--compare '$(BENCH_BASE)') $(BENCH_ARGS)
+
+# The instruction counts of this tree and of git revision BASE (built from
+# git archive in build/bench-base/SHA, kept), side by side.
+BASE ?= main
+bench-compare: deps
+	@$(MAKE) --no-print-directory agent-chat
+	scripts/bench --counts-only --compare-rev '$(BASE)' $(BENCH_ARGS)
 
 # The etcd client against a 3-member cluster on tmpfs (tests/bench/README.md).
 bench-etcd: deps
