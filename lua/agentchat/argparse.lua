@@ -43,6 +43,8 @@
 --     :argument(spec) -> action                   [add_argument()]
 --   parser:subparsers(spec) -> sub                [add_subparsers()]
 --   sub:parser(name, opts) -> parser              [add_parser()]
+--   sub:lazy(name, opts)                          (add_parser(), the parser
+--                                                  made when first named)
 --   parser:set_defaults(tbl)                      [set_defaults()]
 --   parser:parse(argv) -> args | nil, err         [parse_args()]
 --   parser:parse_known(argv) -> args, extras | nil, err
@@ -135,6 +137,12 @@ local function looks_negative(s)
     s = s:sub(1, -2)
   end
   if s:sub(1, 1) ~= "-" then
+    return false
+  end
+  -- What follows the '-' must start with '.' or a digit; only a non-ASCII
+  -- byte can begin a digit other than 0-9 (every option string passes here).
+  local c = s:byte(2)
+  if c and c < 0x80 and c ~= 0x2e and (c < 0x30 or c > 0x39) then
     return false
   end
   local before, after, dot = 0, 0, false
@@ -459,13 +467,33 @@ function M.parser(opts)
     columns = opts.columns,
     tag = opts.tag,
     parent = opts.parent,
-    _actions = {},
-    _option_map = {},
-    _option_order = {},
-    _groups = {},
-    _defaults = {},
-    _has_negative_number_optionals = false,
   }, Parser)
+  if opts._deferred then
+    -- A subcommand with a `build`: its tables are made on first use too
+    -- (Parser:_ensure_built), so defining thirty subcommands costs little.
+    self._deferred = true
+  else
+    self:_init()
+  end
+  return self
+end
+
+-- Make the tables of a deferred parser (its build still to run).
+function Parser:_ready()
+  if self._deferred then
+    self._deferred = nil
+    self:_init()
+  end
+end
+
+-- The tables of a new parser and its -h/--help action.
+function Parser:_init()
+  self._actions = {}
+  self._option_map = {}
+  self._option_order = {}
+  self._groups = {}
+  self._defaults = {}
+  self._has_negative_number_optionals = false
   self._positionals = self:_add_group("positional arguments")
   self._optionals = self:_add_group("options")
   if self.add_help then
@@ -474,7 +502,6 @@ function M.parser(opts)
       default = SUPPRESS, nargs = 0, help = "show this help message and exit",
     })
   end
-  return self
 end
 
 function Parser:_add_group(title, description)
@@ -556,6 +583,7 @@ end
 -- post's --re for --reply once --request-id exists).
 -- Returns the action table.
 function Parser:option(spec)
+  self:_ready()
   if #spec == 0 then
     error("option needs at least one option string", 2)
   end
@@ -589,6 +617,7 @@ end
 -- type_name, choices, default, nargs (nil | "?" | "*" | "+" | integer |
 -- argparse.REMAINDER), action ("store" | "append" | "extend").
 function Parser:positional(spec)
+  self:_ready()
   local name = spec[1]
   if #spec ~= 1 or type(name) ~= "string" or name:sub(1, 1) == "-" then
     error("positional needs exactly one name not starting with '-'", 2)
@@ -624,6 +653,7 @@ end
 --- set_defaults(): values for dests that no argument sets (e.g. a
 -- handler function per subcommand); also replaces action defaults.
 function Parser:set_defaults(defaults)
+  self:_ready()
   for k, v in pairs(defaults) do
     self._defaults[k] = v
   end
@@ -640,6 +670,7 @@ end
 -- subparsers' prog; default: this parser's prog and its positionals).
 -- Returns an object whose :parser(name, opts) adds a subcommand.
 function Parser:subparsers(spec)
+  self:_ready()
   spec = spec or {}
   if self._subparsers_action then
     error("cannot have multiple subparser arguments", 2)
@@ -648,21 +679,35 @@ function Parser:subparsers(spec)
   if spec.title ~= nil or spec.description ~= nil then
     group = self:_add_group(spec.title or "subcommands", spec.description)
   end
-  local prefix = spec.prog
-  if prefix == nil then
-    local positionals = self:_get_positional_actions()
-    local text = self:_format_usage(positionals, formatter_width(self), "")
-    prefix = pycompat.strip(text)
-  end
+  -- The subcommands' prog prefix: this parser's usage with the
+  -- positionals defined so far (Python formats it here; it is made when
+  -- the first subcommand is, see prog_prefix).
   local action = {
     kind = "parsers", option_strings = {}, dest = spec.dest or SUPPRESS,
     nargs = PARSER, required = spec.required == true, help = spec.help,
-    metavar = spec.metavar, choices = {}, _map = {}, _choices_actions = {},
-    _prog_prefix = prefix,
+    metavar = spec.metavar, choices = {}, _map = {}, _lazy = {}, _choices_actions = {},
+    _prog_prefix = spec.prog, _prefix_positionals = self:_get_positional_actions(),
   }
   self:_add_action(action, group)
   self._subparsers_action = action
-  return setmetatable({ action = action, _parent = self }, Subparsers)
+  action._sub = setmetatable({ action = action, _parent = self }, Subparsers)
+  return action._sub
+end
+
+-- The prog prefix of the subcommands of `action` (Parser:subparsers).
+local function prog_prefix(parent, action)
+  local prefix = action._prog_prefix
+  if prefix == nil then
+    if #action._prefix_positionals == 0 and parent.usage == nil
+        and parent.prog:find("^[%w_./-]+$") then
+      prefix = parent.prog      -- the usage is the prog, nothing to strip
+    else
+      local text = parent:_format_usage(action._prefix_positionals, formatter_width(parent), "")
+      prefix = pycompat.strip(text)
+    end
+    action._prog_prefix = prefix
+  end
+  return prefix
 end
 
 --- Add a subcommand. opts: help (lists it in the parent's help; omit to
@@ -672,38 +717,113 @@ end
 -- inherits `columns`.
 function Subparsers:parser(name, opts)
   opts = opts or {}
+  local aliases = self:_declare(name, opts)
+  local parser = self:_make(name, opts)
+  for _, alias in ipairs(aliases) do
+    self.action._map[alias] = parser
+  end
+  return parser
+end
+
+--- Declare a subcommand like :parser(name, opts), without aliases and
+-- returning nothing: its parser is made only when a command line names it
+-- (its help line is listed all the same). For a command line that
+-- declares many subcommands and runs one.
+function Subparsers:lazy(name, opts)
   local action = self.action
-  local aliases = opts.aliases or {}
-  if action._map[name] then
+  if opts.aliases ~= nil then
+    error("a lazy subparser has no aliases", 2)
+  elseif action._map[name] or action._lazy[name] then
     error("argument " .. tostring(action_name(action))
       .. ": conflicting subparser: " .. name, 2)
   end
+  action._lazy[name] = opts
+  action.choices[#action.choices + 1] = name
+  if opts.help ~= nil then
+    -- Its help line is made when a help text needs it (choices_actions).
+    action._choices_actions[#action._choices_actions + 1] = name
+  end
+end
+
+local NO_STRINGS = setmetatable({}, { __newindex = function()
+  error("shared empty list", 2)
+end })
+
+-- The help line of a subcommand (its name and aliases, and its help).
+local function choice_action(name, aliases, help)
+  local metavar = name
+  if #aliases > 0 then
+    metavar = metavar .. " (" .. concat(aliases, ", ") .. ")"
+  end
+  return { kind = "choice", option_strings = NO_STRINGS, dest = name, metavar = metavar,
+           help = help }
+end
+
+-- The help lines of the subcommands of a subparsers action (those of
+-- lazily declared ones are made now); an empty list for other actions.
+local function choices_actions(action)
+  local list = action._choices_actions
+  if not list then
+    return NO_STRINGS
+  end
+  for i, c in ipairs(list) do
+    if type(c) == "string" then
+      list[i] = choice_action(c, NO_STRINGS, action._lazy[c].help)
+    end
+  end
+  return list
+end
+
+-- The checks, help line and choices of a new subcommand; returns its aliases.
+function Subparsers:_declare(name, opts)
+  local action = self.action
+  local aliases = opts.aliases or NO_STRINGS
+  if action._map[name] or action._lazy[name] then
+    error("argument " .. tostring(action_name(action))
+      .. ": conflicting subparser: " .. name, 3)
+  end
   for _, alias in ipairs(aliases) do
-    if action._map[alias] then
+    if action._map[alias] or action._lazy[alias] then
       error("argument " .. tostring(action_name(action))
-        .. ": conflicting subparser alias: " .. alias, 2)
+        .. ": conflicting subparser alias: " .. alias, 3)
     end
   end
   if opts.help ~= nil then
-    local metavar = name
-    if #aliases > 0 then
-      metavar = metavar .. " (" .. concat(aliases, ", ") .. ")"
-    end
-    action._choices_actions[#action._choices_actions + 1] = {
-      kind = "choice", option_strings = {}, dest = name, metavar = metavar,
-      help = opts.help,
-    }
+    action._choices_actions[#action._choices_actions + 1] = choice_action(name, aliases, opts.help)
   end
+  action.choices[#action.choices + 1] = name
+  for _, alias in ipairs(aliases) do
+    action.choices[#action.choices + 1] = alias
+  end
+  return aliases
+end
+
+-- The parser of a declared subcommand.
+function Subparsers:_make(name, opts)
+  local action = self.action
   local parser = M.parser{
-    prog = opts.prog or (action._prog_prefix .. " " .. name),
+    prog = opts.prog or (prog_prefix(self._parent, action) .. " " .. name),
     description = opts.description, epilog = opts.epilog, usage = opts.usage,
     add_help = opts.add_help, allow_abbrev = opts.allow_abbrev,
     columns = self._parent.columns, tag = opts.tag, parent = self._parent,
+    _deferred = opts.build ~= nil,
   }
   parser._build = opts.build
-  for _, n in ipairs{ name, table.unpack(aliases) } do
-    action._map[n] = parser
-    action.choices[#action.choices + 1] = n
+  action._map[name] = parser
+  return parser
+end
+
+-- The parser of subcommand `name` of a subparsers action (made now if it
+-- was declared lazily), or nil.
+local function subparser(action, name)
+  local parser = action._map[name]
+  if parser == nil then
+    local opts = action._lazy[name]
+    if opts then
+      choices_actions(action)     -- its help line, while opts.help is at hand
+      action._lazy[name] = nil
+      parser = action._sub:_make(name, opts)
+    end
   end
   return parser
 end
@@ -1096,7 +1216,7 @@ function Parser:_call_action(action, ns, values)
     if dest ~= SUPPRESS then
       ns_set(ns, dest, name)
     end
-    local parser = action._map[name]
+    local parser = subparser(action, name)
     if not parser then
       self:_arg_error(action, ("unknown parser %s (choices: %s)")
         :format(repr(name), concat(action.choices, ", ")))
@@ -1117,6 +1237,7 @@ end
 -- used (parsed or formatted), so a command line pays only for the
 -- subcommand it runs.
 function Parser:_ensure_built()
+  self:_ready()
   local build = self._build
   if build then
     self._build = nil
@@ -1631,7 +1752,7 @@ function Parser:format_help()
     for _, action in ipairs(group.actions) do
       if action.help ~= SUPPRESS then
         local len = ulen(invocation(action))
-        for _, sub in ipairs(action._choices_actions or {}) do
+        for _, sub in ipairs(choices_actions(action)) do
           len = math.max(len, ulen(invocation(sub)))
         end
         action_max_length = math.max(action_max_length, len + 2)
@@ -1671,7 +1792,7 @@ function Parser:format_help()
     elseif parts[1]:sub(-1) ~= "\n" then
       parts[#parts + 1] = "\n"
     end
-    for _, sub in ipairs(action._choices_actions or {}) do
+    for _, sub in ipairs(choices_actions(action)) do
       parts[#parts + 1] = format_action(sub, indent + 2)
     end
     return concat(parts)

@@ -84,7 +84,7 @@ function M.build_parser()
                             title = "commands" }
   for _, c in ipairs(M.commands) do
     local name, family = c[1], c[2]
-    sub:parser(name, { help = c[3], build = function(cp)
+    sub:lazy(name, { help = c[3], build = function(cp)
       build_command(family, name, cp)
     end })
   end
@@ -165,6 +165,12 @@ local function find_raw_command(argv)
   return nil
 end
 
+-- Commands that run the user's Lua code, whose finalizers must run when
+-- the state is closed (the host leaves the state of the others to the end
+-- of the process, src/lua_host.c).
+local USER_CODE = { run = true, watch = true, repl = true }
+
+-- The exit code, and the command when it is known.
 local function run_main(argv)
   local ctx = make_ctx()
   local raw, at = find_raw_command(argv)
@@ -182,7 +188,7 @@ local function run_main(argv)
         root = argv[i]:sub(8)
       end
     end
-    return scripting.raw(raw, argv, at, root, ctx)
+    return scripting.raw(raw, argv, at, root, ctx), raw
   end
 
   local parser = M.build_parser()
@@ -201,21 +207,23 @@ local function run_main(argv)
   end
   local code = args.handler(args, ctx)
   if not ctx.flush() then
-    return 1
+    return 1, args.command
   end
-  return code or 0
+  return code or 0, args.command
 end
 
---- Entry point used by the host: argv[0] is the program name.
+--- Entry point used by the host: argv[0] is the program name. Returns the
+--- exit code and whether the state may be left unclosed (no user code ran
+--- that a finalizer could belong to).
 function M.main(argv)
-  local ok, code = xpcall(run_main, function(e)
+  local ok, code, command = xpcall(run_main, function(e)
     if errors.is_error(e) or (type(e) == "table" and e.code) then
       return e
     end
     return debug.traceback(tostring(e), 2)
   end, argv)
   if ok then
-    return code
+    return code, not USER_CODE[command]
   end
   if type(code) == "table" then
     -- A domain error raised through the stack (e.g. Ctrl-C in Lua code).
