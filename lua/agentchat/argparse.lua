@@ -62,10 +62,18 @@
 -- fromfile_prefix_chars, the version action, parse_intermixed_args,
 -- conflict_handler="resolve", and int() of values beyond 64 bits (Python
 -- accepts them; here they are "invalid int value").
-local pycompat = require "agentchat.pycompat"
+local pycompat = require("agentchat.lazy")("agentchat.pycompat")
 
 local concat, insert, remove = table.concat, table.insert, table.remove
-local repr, ulen = pycompat.repr, pycompat.ulen
+
+local function repr(v)
+  return pycompat.repr(v)
+end
+
+-- len() of a Python str: utf8.len for valid UTF-8 (the usual case).
+local function ulen(s)
+  return utf8.len(s) or pycompat.ulen(s)
+end
 
 local M = {}
 

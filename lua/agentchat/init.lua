@@ -13,7 +13,7 @@
 local store = require "agentchat.store"
 local sys = require "agentchat.sys"
 local errors = require "agentchat.errors"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 local kinds = require "agentchat.kinds"
 
 local M = {}
@@ -731,16 +731,57 @@ end
 M.Root = Root
 M.Channel = Channel
 
--- Each family adds its methods to Channel (one file per family).
-require("agentchat.api.tasks").install(Channel, M)
-require("agentchat.api.locks").install(Channel, M)
-require("agentchat.api.events").install(Channel, M)
-require("agentchat.api.state").install(Channel, M)
-require("agentchat.api.protocols").install(Channel, M)
-require("agentchat.api.receipts").install(Channel, M)
-require("agentchat.api.inbox").install(Channel, M)
-require("agentchat.api.fsck").install(Root)
-require("agentchat.api.import").install(Channel, M)
+-- ---------------------------------------------------------------- families
+
+-- Each family (api/<name>.lua) defines methods of Channel and Root, and a
+-- few functions of M, in its install(Channel, M) (Root methods on M.Root).
+-- A family is loaded the first time one of its names is called: until then
+-- each name holds a forwarder, which stays (so that a wrapper set on these
+-- tables later keeps working), and a command loads only the families it
+-- uses; every name is there all along for pairs(), the REPL and the docs.
+-- api_spec checks these lists against what each install defines.
+M._families = {
+  tasks = { Channel = { "tasks", "task", "task_create", "task_update", "claim", "renew",
+                        "release", "done", "block", "recover", "recover_pending_lease" } },
+  locks = { Channel = { "lock", "check", "unlock", "recover_lock", "recover_pending_locks",
+                        "locks", "normalize_lock_path" },
+            M = { "path_overlaps", "lock_channel" } },
+  events = { Channel = { "event_post", "events" } },
+  state = { Channel = { "state", "render_state", "compact" } },
+  protocols = { Channel = { "request", "await_response", "await_responses", "respond", "team" } },
+  receipts = { Channel = { "addressees", "ack", "receipts", "wait_receipts" },
+               M = { "recipients", "check_agent" } },
+  inbox = { Root = { "inbox", "commit_inbox" } },
+  fsck = { Root = { "fsck" } },
+  import = { Channel = { "import_team", "import_bus" } },
+}
+
+--- The definitions of a family: {Channel = {...}, Root = {...}, M = {...}},
+--- its install run against these tables (M's other fields read through).
+function M._family(name)
+  local fam = M._families[name]
+  local defs = fam.defs
+  if not defs then
+    defs = { Channel = {}, Root = {}, M = {} }
+    local m = setmetatable({ Root = defs.Root, Channel = defs.Channel },
+                           { __index = M, __newindex = defs.M })
+    require("agentchat.api." .. name).install(defs.Channel, m)
+    fam.defs = defs
+  end
+  return defs
+end
+
+for name, fam in pairs(M._families) do
+  for where, names in pairs(fam) do
+    local t = where == "M" and M or where == "Root" and Root or Channel
+    for _, key in ipairs(names) do
+      t[key] = function(...)
+        return M._family(name)[where][key](...)
+      end
+    end
+  end
+end
+
 M.errors = errors
 M.pycompat = py
 M.version = "0.1.0"

@@ -252,3 +252,45 @@ describe("agentchat.store and agentchat.sys", function()
     assert.has_error(function() ch:cursor("x") end)
   end)
 end)
+
+describe("agentchat method families", function()
+  -- init.lua lists each family's names (M._families) and puts a forwarder
+  -- under each until the family loads; a name missing from the list would
+  -- be absent until some other method loaded its family.
+  it("list exactly the names each family's install defines", function()
+    for name, fam in pairs(ac._families) do
+      local defs = { Channel = {}, Root = {}, M = {} }
+      local m = setmetatable({ Root = defs.Root, Channel = defs.Channel },
+                             { __index = ac, __newindex = defs.M })
+      require("agentchat.api." .. name).install(defs.Channel, m)
+      for _, where in ipairs({ "Channel", "Root", "M" }) do
+        local defined, listed = {}, {}
+        for k, v in pairs(defs[where]) do
+          assert.equal("function", type(v), name .. ": " .. where .. "." .. k)
+          defined[#defined + 1] = k
+        end
+        for _, k in ipairs(fam[where] or {}) do
+          listed[#listed + 1] = k
+        end
+        table.sort(defined)
+        table.sort(listed)
+        assert.same(defined, listed, name .. ": " .. where)
+      end
+    end
+  end)
+
+  it("load a family when one of its methods is first called, and forward to it", function()
+    -- A fresh state: the families of this process may be loaded already.
+    local code = [[
+      local ac = require "agentchat"
+      local before = package.loaded["agentchat.api.locks"] ~= nil
+      local ok = ac.path_overlaps("a/b", "a/b/c")
+      print(before, ok, package.loaded["agentchat.api.locks"] ~= nil,
+            package.loaded["agentchat.api.tasks"] ~= nil)
+    ]]
+    local path = H.tmpdir() .. "/fam.lua"
+    H.write(path, code)
+    local out = H.run({ "run", path }).stdout
+    assert.equal("false\ttrue\ttrue\tfalse\n", out)
+  end)
+end)

@@ -3,7 +3,7 @@
 -- Python tool's output.
 local ac = require "agentchat"
 local open = require "agentchat.commands.open"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 local store = require "agentchat.store"
 local sys = require "agentchat.sys"
 
@@ -39,7 +39,9 @@ end
 
 local open_root, open_channel = open.root, open.channel
 
-local split_list = py.comma_list
+local function split_list(s)
+  return py.comma_list(s)
+end
 
 --- Cut to 37 characters plus "..." when longer than 40 (characters).
 local function cut40(s)

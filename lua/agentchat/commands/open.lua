@@ -31,7 +31,7 @@
 --                                    the line saying what a budget held back
 -- The ones that can fail print the failure and return nil and the exit code.
 local ac = require "agentchat"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 local sys = require "agentchat.sys"
 
 local BODY_CAP = 16 * 1024 * 1024

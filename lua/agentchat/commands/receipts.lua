@@ -3,7 +3,7 @@
 local ac = require "agentchat"
 local json = require "agentchat.json"
 local open = require "agentchat.commands.open"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 
 local M = {}
 

@@ -6,7 +6,7 @@
 local ac = require "agentchat"
 local errors = require "agentchat.errors"
 local open = require "agentchat.commands.open"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 
 local M = {}
 
