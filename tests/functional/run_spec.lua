@@ -42,6 +42,19 @@ print("ran")
     assert.equal("ran\nfinalized\n", r.stdout)
   end)
 
+  it("gives the script Lua's warnings: off until warn('@on'), then on stderr", function()
+    local s = script("warn.lua", [[
+warn("hidden")
+warn("@on")
+warn("shown ", "in parts")
+warn("@off")
+warn("hidden again")
+]])
+    local r = F.run({ "run", s })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("Lua warning: shown in parts\n", r.stderr)
+  end)
+
   it("passes the arguments as ... too", function()
     local s = script("dots.lua", [[
 print(select("#", ...))
