@@ -375,6 +375,11 @@ static int pmain(lua_State *L)
     int i;
 
     luaL_checkversion(L);
+    /* A collection cycle when the heap has grown to 4 times what the last
+     * one left (Lua's default is 2): start-up only adds what stays live
+     * (modules, the parser), and each cycle marks all of it again (a
+     * tenth of a short command at 2). */
+    lua_gc(L, LUA_GCINC, 400, 0, 0);
     ac_lua_openlibs(L);
     lua_getglobal(L, "require");
     lua_pushliteral(L, "agentchat.cli");
