@@ -91,6 +91,65 @@ function M.build_parser()
   return p
 end
 
+-- The family of command `name`, or nil.
+local function family_of(name)
+  for _, c in ipairs(M.commands) do
+    if c[1] == name then
+      return c[2]
+    end
+  end
+  return nil
+end
+
+--- parser:parse(argv) of the whole grammar (M.build_parser), without
+--- building it for the usual command line: `[--root R | --root=R]...
+--- COMMAND ARGS...`, COMMAND spelled in full and no R starting with '-'.
+--- There Python's top-level parser takes the last --root, hands ARGS to
+--- COMMAND's parser untouched (whatever they hold) and adds what that
+--- returns, so only COMMAND's parser is made (prog "agent-chat COMMAND", as
+--- the whole parser names it; it has no parent). Anything else, and ARGS
+--- the command leaves unrecognized (the top level's error) or holding an
+--- argument starting with "--=" (which the top level finds ambiguous),
+--- goes through the whole parser. cli_spec checks that both agree.
+function M.parse(argv)
+  local i, root = 1, nil
+  while true do
+    local a, v = argv[i], argv[i + 1]
+    if a == "--root" and v and v:sub(1, 1) ~= "-" then
+      root, i = v, i + 2
+    elseif a and a:sub(1, 7) == "--root=" then
+      root, i = a:sub(8), i + 1
+    else
+      break
+    end
+  end
+  local name = argv[i]
+  local family = name and family_of(name)
+  if family then
+    local rest = table.move(argv, i + 1, #argv, 1, {})
+    for _, a in ipairs(rest) do
+      if a:sub(1, 3) == "--=" then
+        family = nil
+      end
+    end
+    if family then
+      local p = argparse.parser{ prog = "agent-chat " .. name }
+      build_command(family, name, p)
+      local args, extras = p:parse_known(rest)
+      if args == nil then
+        return nil, extras
+      elseif #extras == 0 then
+        local out = { root = root, version = false, command = name }
+        for k, v in pairs(args) do
+          out[k] = v
+        end
+        return out
+      end
+    end
+  end
+  return M.build_parser():parse(argv)
+end
+
 --- One stderr line for an argparse error (docs/format.md 2.5: every failure is
 --- one line): "agent-chat: USAGE: post: <argparse message> (see 'agent-chat
 --- post -h')". The argparse text is Python's, word for word.
@@ -191,8 +250,7 @@ local function run_main(argv)
     return scripting.raw(raw, argv, at, root, ctx), raw
   end
 
-  local parser = M.build_parser()
-  local args, perr = parser:parse({ table.unpack(argv, 1) })
+  local args, perr = M.parse({ table.unpack(argv, 1) })
   if not args then
     if perr.kind == "help" then
       io.stdout:write(perr.text)
