@@ -6,7 +6,7 @@
 local argparse = require "agentchat.argparse"
 local pycompat = require "agentchat.pycompat"
 
-local concat, insert, remove = table.concat, table.insert, table.remove
+local concat, insert = table.concat, table.insert
 local repr, ulen = pycompat.repr, pycompat.ulen
 local copy_list, extend = argparse._copy_list, argparse._extend
 local choices_actions = argparse._choices_actions
@@ -100,15 +100,28 @@ end
 -- Character classes of textwrap.TextWrapper.wordsep_re. Non-ASCII
 -- characters count as letters, which is right for the scripts we meet.
 local function is_letter(c)
-  return c ~= nil and (c:match("^[%a_]$") ~= nil or #c > 1)
+  if c == nil then
+    return false
+  elseif #c > 1 then
+    return true
+  end
+  local b = c:byte()
+  return (b >= 65 and b <= 90) or (b >= 97 and b <= 122) or b == 95
 end
 
 local function is_word(c)
-  return c ~= nil and (is_letter(c) or c:match("^%d$") ~= nil)
+  if is_letter(c) then
+    return true
+  end
+  local b = c and #c == 1 and c:byte()
+  return b and b >= 48 and b <= 57 or false
 end
 
+local WORD_PUNCT = { ["!"] = true, ['"'] = true, ["'"] = true, ["&"] = true, ["."] = true,
+                     [","] = true, ["?"] = true }
+
 local function is_word_punct(c)
-  return c ~= nil and (is_word(c) or c:match("^[!\"'&.,?]$") ~= nil)
+  return c ~= nil and (is_word(c) or WORD_PUNCT[c] == true)
 end
 
 -- Does an em-dash (two or more '-' followed by a word character) start
@@ -158,56 +171,65 @@ local function split_word(chars, first, last, out)
   end
 end
 
+-- The chunks of collapsed text: " " between words, each word split by
+-- split_word (a word without '-' is one chunk). split_word looks at most
+-- one character before and three after a word, where there is a space or
+-- nothing, which it treats alike: so each word is split on its own.
 local function split_chunks(text)
-  local chars = chars_of(text)
   local chunks = {}
-  local i = 1
-  while i <= #chars do
-    if chars[i] == " " then
-      chunks[#chunks + 1] = " "
-      i = i + 1
-    else
-      local j = i
-      while j + 1 <= #chars and chars[j + 1] ~= " " do
-        j = j + 1
-      end
-      split_word(chars, i, j, chunks)
-      i = j + 1
+  local pos = 1
+  while pos <= #text do
+    local space = text:find(" ", pos, true)
+    local word = text:sub(pos, (space or #text + 1) - 1)
+    if word:find("-", 1, true) then
+      local chars = chars_of(word)
+      split_word(chars, 1, #chars, chunks)
+    elseif word ~= "" then
+      chunks[#chunks + 1] = word
     end
+    if not space then
+      break
+    end
+    chunks[#chunks + 1] = " "
+    pos = space + 1
   end
   return chunks
 end
 
 -- textwrap.TextWrapper._wrap_chunks with break_long_words and
 -- drop_whitespace on.
+-- (The chunks are taken from the front, chunks[i]; Python pops them off
+-- the end of the reversed list.)
 local function wrap(text, width, initial_indent, subsequent_indent)
   initial_indent, subsequent_indent = initial_indent or "", subsequent_indent or ""
-  local chunks = split_chunks(text)
-  local rev = {}
-  for i = #chunks, 1, -1 do
-    rev[#rev + 1] = chunks[i]
+  if text ~= "" and text:byte(-1) ~= 32 and ulen(text) <= width - ulen(initial_indent) then
+    return { initial_indent .. text }    -- it all fits on the first line
   end
-  local lines = {}
-  while #rev > 0 do
-    local cur, cur_len = {}, 0
-    local indent = #lines > 0 and subsequent_indent or initial_indent
+  local chunks = split_chunks(text)
+  local i, n = 1, #chunks
+  local lines, nlines = {}, 0
+  while i <= n do
+    local cur, ncur, cur_len = {}, 0, 0
+    local indent = nlines > 0 and subsequent_indent or initial_indent
     local w = width - ulen(indent)
-    if rev[#rev] == " " and #lines > 0 then
-      rev[#rev] = nil
+    if chunks[i] == " " and nlines > 0 then
+      i = i + 1
     end
-    while #rev > 0 do
-      local l = ulen(rev[#rev])
+    while i <= n do
+      local l = ulen(chunks[i])
       if cur_len + l <= w then
-        cur[#cur + 1] = remove(rev)
+        ncur = ncur + 1
+        cur[ncur] = chunks[i]
+        i = i + 1
         cur_len = cur_len + l
       else
         break
       end
     end
-    if #rev > 0 and ulen(rev[#rev]) > w then
+    if i <= n and ulen(chunks[i]) > w then
       -- _handle_long_word
       local space_left = w < 1 and 1 or w - cur_len
-      local chunk = chars_of(rev[#rev])
+      local chunk = chars_of(chunks[i])
       local cut = space_left
       if #chunk > space_left then
         local hyphen
@@ -226,14 +248,17 @@ local function wrap(text, width, initial_indent, subsequent_indent)
           end
         end
       end
-      cur[#cur + 1] = concat(chunk, "", 1, cut)
-      rev[#rev] = concat(chunk, "", cut + 1)
+      ncur = ncur + 1
+      cur[ncur] = concat(chunk, "", 1, cut)
+      chunks[i] = concat(chunk, "", cut + 1)
     end
-    if cur[#cur] == " " then
-      cur[#cur] = nil
+    if cur[ncur] == " " then
+      cur[ncur] = nil
+      ncur = ncur - 1
     end
-    if #cur > 0 then
-      lines[#lines + 1] = indent .. concat(cur)
+    if ncur > 0 then
+      nlines = nlines + 1
+      lines[nlines] = indent .. concat(cur)
     end
   end
   return lines
@@ -241,7 +266,12 @@ end
 
 -- HelpFormatter._whitespace_matcher ('\s+' with re.ASCII) then strip().
 local function collapse(text)
-  return pycompat.strip((text:gsub("[ \t\n\r\f\v]+", " ")))
+  local find = string.find
+  if find(text, "  ", 1, true) or find(text, "\n", 1, true) or find(text, "\t", 1, true)
+      or find(text, "\r", 1, true) or find(text, "\f", 1, true) or find(text, "\v", 1, true) then
+    text = text:gsub("[ \t\n\r\f\v]+", " ")
+  end
+  return pycompat.strip(text)
 end
 
 -- Keys of an action that %(...)s in its help may name.
@@ -447,8 +477,32 @@ end
 
 -- HelpFormatter.format_help() post-processing.
 local function finish_help(text)
-  text = text:gsub("\n\n\n+", "\n\n"):gsub("^\n+", ""):gsub("\n+$", "")
-  return text .. "\n"
+  if text:find("\n\n\n", 1, true) then
+    -- Each run of three newlines or more becomes two (with plain finds:
+    -- a pattern is tried at every byte of the text).
+    local out, pos = {}, 1
+    while true do
+      local run = text:find("\n\n\n", pos, true)
+      if not run then
+        out[#out + 1] = text:sub(pos)
+        break
+      end
+      out[#out + 1] = text:sub(pos, run + 1)
+      pos = run + 2
+      while text:byte(pos) == 10 do
+        pos = pos + 1
+      end
+    end
+    text = concat(out)
+  end
+  local first, last = 1, #text
+  while text:byte(first) == 10 do
+    first = first + 1
+  end
+  while last >= first and text:byte(last) == 10 do
+    last = last - 1
+  end
+  return text:sub(first, last) .. "\n"
 end
 
 --- format_usage(): "usage: ...\n" (empty if usage is argparse.SUPPRESS).
@@ -487,6 +541,9 @@ end
 
 -- _expand_help
 local function expand_help(action, prog)
+  if not action.help:find("%", 1, true) then
+    return action.help       -- Python's % leaves a text without % as it is
+  end
   local params = {}
   for key in pairs(HELP_KEYS) do
     local v = action[key]
