@@ -472,8 +472,9 @@ end
 local function prog_prefix(parent, action)
   local prefix = action._prog_prefix
   if prefix == nil then
+    local a, z = parent.prog:byte(1), parent.prog:byte(-1)
     if #action._prefix_positionals == 0 and parent.usage == nil
-        and parent.prog:find("^[%w_./-]+$") then
+        and a and a > 32 and a < 127 and z > 32 and z < 127 then
       prefix = parent.prog      -- the usage is the prog, nothing to strip
     else
       local text = parent:_format_usage(action._prefix_positionals, nil, "")
