@@ -12,14 +12,14 @@ local M = {}
 -- with a `build` function and a `handler` default (handler(args, ctx) ->
 -- exit code). Start-up is most of a command's time, so this matters.
 M.commands = {
-  { "init", "messages", "create a channel" },
-  { "channels", "messages", "list channels with counts and last message" },
-  { "roster", "messages", "show a channel's topic, members and size" },
+  { "init", "channels", "create a channel" },
+  { "channels", "channels", "list channels with counts and last message" },
+  { "roster", "channels", "show a channel's topic, members and size" },
   { "post", "messages", "post a message" },
   { "read", "messages", "print unread messages and move the cursor" },
   { "wait", "messages", "block until a relevant message arrives" },
   { "peek", "messages", "show the last messages without touching cursors" },
-  { "claim", "messages", "legacy: claim a task-<id>.md marker by renaming it" },
+  { "claim", "channels", "legacy: claim a task-<id>.md marker by renaming it" },
   { "ack", "receipts", "acknowledge a message addressed to you" },
   { "receipts", "receipts", "show who read and acked a message" },
   { "inbox", "receipts", "print unread messages across channels and move the cursors" },
