@@ -1134,6 +1134,11 @@ describe("every documented function", function()
     assert.equal(74, kinds.shown_bytes({ text = "a\n\n" }))
     assert.equal("(could not read message 0002-x.md: bad)",
       kinds.shown_text({ name = "0002-x.md", decode_error = "bad" }))
+    assert.equal(string.rep("=", 70), kinds.RULE)
+    assert.equal(kinds.RULE .. "\n", kinds.PRINTED.before)
+    assert.equal(kinds.RULE .. "\na\n\n" .. kinds.RULE .. "\nok\n\n",
+      kinds.print({ { text = "a\n\n" }, { seq = 2, shown = "ok" } }))
+    assert.equal("", kinds.print({}))
   end)
 
   it("agentchat.json and agentchat.yaml", function()

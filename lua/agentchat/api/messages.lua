@@ -180,9 +180,12 @@ function A.install(Channel, M)
     return m
   end
 
-  local function batch_of(inbox, agent, before)
-    for _, m in ipairs(inbox.messages) do
-      message(m)
+  -- (Messages made with `shown` are already what they are to be.)
+  local function batch_of(inbox, agent, before, shown)
+    if not shown then
+      for _, m in ipairs(inbox.messages) do
+        message(m)
+      end
     end
     return {
       agent = agent,
@@ -325,6 +328,36 @@ function A.install(Channel, M)
     return batch
   end
 
+  -- How the binding is to give the messages (its fetch, wait and last
+  -- options): printed by C when nothing is to be kept or held back, else
+  -- as read shows them when that is all that is needed, else whole.
+  local function binding_how(opts, set)
+    if opts.printed and not (set or opts.max_messages or opts.max_bytes) then
+      return { printed = kinds.PRINTED }
+    end
+    return { shown = (opts.printed or opts.shown) and true or nil }
+  end
+
+  -- The batch of an inbox fetched as binding_how said, kept and budgeted
+  -- (trim); with opts.printed, the messages as batch.printed and batch.n.
+  local function make_batch(inbox, agent, before, opts, set)
+    if inbox.printed then
+      return { agent = agent, messages = {}, n = inbox.n, printed = inbox.printed,
+               skipped = inbox.skipped, count = inbox.count, cursor_before = before,
+               cursor = inbox.max_seq, remaining = 0 }
+    end
+    local batch = trim(batch_of(inbox, agent, before, opts.printed or opts.shown), opts, set)
+    if opts.printed then
+      batch.n, batch.printed, batch.messages = #batch.messages, kinds.print(batch.messages), {}
+    end
+    return batch
+  end
+
+  -- How many messages a batch holds (printed ones included).
+  local function size_of(batch)
+    return batch.n or #batch.messages
+  end
+
   --- Unread messages for opts.as without moving the cursor.
   --- opts.all: everything from seq 1, own messages and others' included.
   --- opts.after: look above this seq instead of the cursor.
@@ -333,16 +366,22 @@ function A.install(Channel, M)
   --- opts.max_messages, opts.max_bytes: at most that many messages / bytes as
   --- read prints them (opts.size(m) to count otherwise); batch.remaining
   --- says how many were held back, and batch.cursor stops before them.
+  --- opts.shown: each message only as read shows it ({seq, status, shown},
+  --- docs/lua-api.md); opts.printed: no messages, but batch.printed, what
+  --- read prints for them, and batch.n, how many: each at a fraction of the
+  --- cost of whole messages.
   function Channel:fetch(opts)
     local set = check_read_opts(opts, "fetch")
     local before = after_of(self, opts)
+    local how = binding_how(opts, set)
     local inbox, msg, code, exit = self._h:fetch{
       as = opts.as, after = opts.all and 0 or before, all = opts.all and true or false,
+      shown = how.shown, printed = how.printed,
     }
     if not inbox then
       return nil, msg, code, exit
     end
-    return trim(batch_of(inbox, opts.as, before), opts, set)
+    return make_batch(inbox, opts.as, before, opts, set)
   end
 
   --- Move the cursor as a read of `batch` does: to batch.cursor (the highest
@@ -419,9 +458,10 @@ function A.install(Channel, M)
     local base = after_of(self, opts)      -- the cursor the wait started from
     local floor = base                     -- wait for relevant messages above this
     while true do
+      local how = binding_how(opts, set)
       local inbox, msg, code, exit = self._h:wait{
         as = opts.as, after = floor, timeout = math.max(0, deadline - sys.monotonic()),
-        interval = opts.interval or 5.0,
+        interval = opts.interval or 5.0, shown = how.shown, printed = how.printed,
       }
       if not inbox then
         return nil, msg, code, exit
@@ -433,17 +473,18 @@ function A.install(Channel, M)
       local batch
       local now = peek and base or self._h:cursor(opts.as)
       if peek or (now == base and floor == base) then
-        batch = trim(batch_of(inbox, opts.as, base), opts, set)
+        batch = make_batch(inbox, opts.as, base, opts, set)
       else
         -- Another reader moved the cursor (or only other kinds arrived):
         -- look again above the cursor, under the lock.
         batch, msg, code, exit = self:fetch{ as = opts.as, kinds = opts.kinds, max_messages = opts.max_messages,
-                                             max_bytes = opts.max_bytes, size = opts.size }
+                                             max_bytes = opts.max_bytes, size = opts.size, shown = opts.shown,
+                                             printed = opts.printed }
         if not batch then
           return nil, msg, code, exit
         end
       end
-      if #batch.messages > 0 then
+      if size_of(batch) > 0 then
         return deliver(self, batch, opts, peek)
       end
       base = now
@@ -453,27 +494,36 @@ function A.install(Channel, M)
 
   --- The last n messages in seq order, any recipient; cursors untouched.
   --- Returns a batch ({messages, count}). opts.kinds: the last n messages of
-  --- those kinds (count stays the number of message files).
+  --- those kinds (count stays the number of message files). opts.shown and
+  --- opts.printed as for fetch.
   function Channel:peek(n, opts)
     n = n or 3
     if math.type(n) ~= "integer" then
       error("peek expects an integer", 2)
     end
     local set = kinds.set(opts and opts.kinds, "peek")
+    opts = opts or {}
+    local how = binding_how(opts, set)
     local want = n
     while true do
-      local inbox, msg, code, exit = self._h:last(want)
+      local inbox, msg, code, exit = self._h:last(want, how)
       if not inbox then
         return nil, msg, code, exit
       end
-      local batch = batch_of(inbox, nil, nil)
-      if not set then
-        return batch
+      if inbox.printed then
+        return { messages = {}, n = inbox.n, printed = inbox.printed, skipped = inbox.skipped,
+                 count = inbox.count }
       end
-      local kept = kinds.keep(batch.messages, set)
+      local batch = batch_of(inbox, nil, nil, opts.printed or opts.shown)
+      local kept = set and kinds.keep(batch.messages, set) or batch.messages
       -- Not enough of those kinds among the last `want`: look further back.
-      if #kept >= n or want >= batch.count or n <= 0 then
-        batch.messages = { table.unpack(kept, math.max(1, #kept - n + 1)) }
+      if not set or #kept >= n or want >= batch.count or n <= 0 then
+        if set then
+          batch.messages = { table.unpack(kept, math.max(1, #kept - n + 1)) }
+        end
+        if opts.printed then
+          batch.n, batch.printed, batch.messages = #batch.messages, kinds.print(batch.messages), {}
+        end
         return batch
       end
       want = want < math.maxinteger // 4 and want * 4 or math.maxinteger

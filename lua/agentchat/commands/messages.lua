@@ -7,7 +7,6 @@ local sys = require "agentchat.sys"
 
 local M = {}
 
-local RULE = string.rep("=", 70)
 local BODY_CAP = 16 * 1024 * 1024
 local STDIN_HINT = "Enter message body; press Ctrl-D (or Ctrl-Z and Enter on Windows) to finish.\n"
 
@@ -36,15 +35,6 @@ local function int_saturating(s)
 end
 
 local open_channel = open.channel
-
-
-local function show_messages(ctx, messages)
-  local parts = {}
-  for _, m in ipairs(messages) do
-    parts[#parts + 1] = RULE .. "\n" .. open.shown_text(m) .. "\n\n"
-  end
-  ctx.out(table.concat(parts))
-end
 
 local warn_skipped, text_ok = open.warn_skipped, open.text_ok
 
@@ -138,11 +128,11 @@ local function cmd_read(args, ctx)
   local out_ok = true
   local batch, msg, code, exit = ch:read{
     as = args.as, all = args.all, peek = args.peek, kinds = args.kind,
-    max_messages = args.max_messages, max_bytes = args.max_bytes,
+    max_messages = args.max_messages, max_bytes = args.max_bytes, printed = true,
     show = function(b)
       warn_skipped(ctx, b)
-      if #b.messages > 0 then
-        show_messages(ctx, b.messages)
+      if b.n > 0 then
+        ctx.out(b.printed)
       elseif (b.remaining or 0) == 0 then
         ctx.out(string.format("(no new messages for %s in '%s'; cursor at #%d)\n",
           args.as, args.channel, b.cursor_before))
@@ -173,10 +163,10 @@ local function cmd_wait(args, ctx)
   end
   local out_ok = true
   local batch, msg, code, exit = ch:wait{
-    as = args.as, timeout = args.timeout, interval = interval, kinds = args.kind,
+    as = args.as, timeout = args.timeout, interval = interval, kinds = args.kind, printed = true,
     show = function(b)
       warn_skipped(ctx, b)
-      show_messages(ctx, b.messages)
+      ctx.out(b.printed)
       out_ok = ctx.flush()
       return out_ok
     end,
@@ -200,17 +190,17 @@ local function cmd_peek(args, ctx)
   if args.n <= 0 then
     return 0
   end
-  local batch, msg, code, exit = ch:peek(args.n, { kinds = args.kind })
+  local batch, msg, code, exit = ch:peek(args.n, { kinds = args.kind, printed = true })
   if not batch then
     return ctx.fail(msg, code, exit)
   end
   warn_skipped(ctx, batch)
   if batch.count == 0 then
     ctx.out("(channel '" .. args.channel .. "' is empty)\n")
-  elseif #batch.messages == 0 then
+  elseif batch.n == 0 then
     ctx.out("(no " .. table.concat(args.kind, " or ") .. " messages in '" .. args.channel .. "')\n")
   else
-    show_messages(ctx, batch.messages)
+    ctx.out(batch.printed)
   end
   return 0
 end
