@@ -188,6 +188,29 @@ static int l_strip(lua_State *L)
     return 1;
 }
 
+/* sys.comma_list(s): Python's [m.strip() for m in s.split(",") if
+ * m.strip()] (nil: an empty list), the comma lists of flags and of the
+ * environment (order and duplicates kept). In C because the hooks read one
+ * on every prompt, and pycompat is a module to load. */
+static int l_comma_list(lua_State *L)
+{
+    size_t len, a, b, start = 0, i;
+    const char *s = luaL_optlstring(L, 1, "", &len);
+    lua_Integer n = 0;
+    lua_newtable(L);
+    for (i = 0; i <= len; i++) {
+        if (i < len && s[i] != ',')
+            continue;
+        ac_py_strip(s + start, i - start, &a, &b);
+        if (b > a) {
+            lua_pushlstring(L, s + start + a, b - a);
+            lua_rawseti(L, -2, ++n);
+        }
+        start = i + 1;
+    }
+    return 1;
+}
+
 static int l_slugify(lua_State *L)
 {
     size_t len;
@@ -311,7 +334,8 @@ static const luaL_Reg funcs[] = {
     { "isatty", l_isatty }, { "read_file", l_read_file }, { "read_stdin", l_read_stdin },
     { "now_iso", l_now_iso }, { "monotonic", l_monotonic }, { "sleep", l_sleep },
     { "utf8_valid", l_utf8_valid }, { "utf8_error", l_utf8_error }, { "slugify", l_slugify },
-    { "rstrip", l_rstrip }, { "strip", l_strip }, { "float_repr", l_float_repr },
+    { "rstrip", l_rstrip }, { "strip", l_strip }, { "comma_list", l_comma_list },
+    { "float_repr", l_float_repr },
     { "interrupted", l_interrupted }, { "getpid", l_getpid }, { "iso_has_offset", l_iso_has_offset },
     { "iso_epoch", l_iso_epoch }, { "time", l_time }, { "uuid4", l_uuid4 },
     { "sha256", l_sha256 }, { "home", l_home }, { "exit_code", l_exit_code }, { NULL, NULL }

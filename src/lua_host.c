@@ -153,7 +153,7 @@ const char *ac_lua_optcstring(lua_State *L, int idx, const char *def)
     return lua_isnoneornil(L, idx) ? def : ac_lua_checkcstring(L, idx);
 }
 
-/* package.preload loader for an embedded module (upvalue: its index). */
+/* The loader of an embedded module (upvalue: its index). */
 static int load_embedded(lua_State *L)
 {
     const struct ac_embedded_module *m =
@@ -166,9 +166,30 @@ static int load_embedded(lua_State *L)
     return 1;
 }
 
-/* The standard libraries plus every agentchat module in package.preload
- * (declared in lua_host.h; also used by the fuzz harnesses in tests/fuzz/,
- * which need the CLI's modules without running the CLI). */
+/* package.searchers entry, right after package.preload: the loader of the
+ * embedded module `name` (and ":embedded:", the extra value Lua passes
+ * it), or nothing when there is none (require's message stays as it was).
+ * One searcher instead of a package.preload entry per module: a command
+ * requires a dozen of the sixty. */
+static int search_embedded(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    int i;
+    for (i = 0; ac_embedded_modules[i].name; i++) {
+        if (strcmp(ac_embedded_modules[i].name, name) == 0) {
+            lua_pushinteger(L, i);
+            lua_pushcclosure(L, load_embedded, 1);
+            lua_pushliteral(L, ":embedded:");
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* The standard libraries, the C modules in package.preload and the
+ * embedded Lua modules through search_embedded (declared in lua_host.h;
+ * also used by the fuzz harnesses in tests/fuzz/, which need the CLI's
+ * modules without running the CLI). */
 void ac_lua_openlibs(lua_State *L)
 {
     const char *dev = getenv("AGENT_CHAT_LUA_PATH");
@@ -211,11 +232,15 @@ void ac_lua_openlibs(lua_State *L)
         lua_setfield(L, -2, "path");
         lua_pop(L, 1);
     } else {
-        for (i = 0; ac_embedded_modules[i].name; i++) {
-            lua_pushinteger(L, i);
-            lua_pushcclosure(L, load_embedded, 1);
-            lua_setfield(L, -2, ac_embedded_modules[i].name);
+        lua_getglobal(L, "package");
+        lua_getfield(L, -1, "searchers");
+        for (i = (int)lua_rawlen(L, -1); i >= 2; i--) {
+            lua_rawgeti(L, -1, i);
+            lua_rawseti(L, -2, i + 1);
         }
+        lua_pushcfunction(L, search_embedded);
+        lua_rawseti(L, -2, 2);
+        lua_pop(L, 2);
     }
     lua_pop(L, 1);
 }

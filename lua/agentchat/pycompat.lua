@@ -278,16 +278,7 @@ end
 --- str.lstrip().
 --- Python: [m.strip() for m in s.split(",") if m.strip()] -- the comma
 --- lists of flags and environment variables (order and duplicates kept).
-function M.comma_list(s)
-  local out = {}
-  for item in ((s or "") .. ","):gmatch("([^,]*),") do
-    item = M.strip(item)
-    if item ~= "" then
-      out[#out + 1] = item
-    end
-  end
-  return out
-end
+M.comma_list = require("agentchat.sys").comma_list
 
 function M.lstrip(s)
   local first = strip_bounds(s)

@@ -12,9 +12,7 @@ local M = {}
 
 local open_root, open_channel = open.root, open.channel
 
-local function split_list(s)
-  return py.comma_list(s)
-end
+local split_list = require("agentchat.sys").comma_list
 
 --- Cut to 37 characters plus "..." when longer than 40 (characters).
 local function cut40(s)

@@ -7,6 +7,7 @@ local ac = require "agentchat"
 local errors = require "agentchat.errors"
 local open = require "agentchat.commands.open"
 local py = require("agentchat.lazy")("agentchat.pycompat")
+local sys = require "agentchat.sys"
 
 local M = {}
 
@@ -32,7 +33,7 @@ local function flat_list(values)
   end
   local out = {}
   for _, v in ipairs(values) do
-    local items = py.comma_list(v)
+    local items = sys.comma_list(v)
     table.move(items, 1, #items, #out + 1, out)
   end
   return out
