@@ -15,7 +15,7 @@ M.commands = {
   { "init", "channels", "create a channel" },
   { "channels", "channels", "list channels with counts and last message" },
   { "roster", "channels", "show a channel's topic, members and size" },
-  { "post", "messages", "post a message" },
+  { "post", "post", "post a message" },
   { "read", "messages", "print unread messages and move the cursor" },
   { "wait", "messages", "block until a relevant message arrives" },
   { "peek", "messages", "show the last messages without touching cursors" },

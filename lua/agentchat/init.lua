@@ -276,8 +276,8 @@ M.Channel = Channel
 -- uses; every name is there all along for pairs(), the REPL and the docs.
 -- api_spec checks these lists against what each install defines.
 M._families = {
-  messages = { Channel = { "post", "advance_cursor", "fetch", "commit", "read", "wait", "peek",
-                           "claim_marker" },
+  post = { Channel = { "post" } },
+  messages = { Channel = { "advance_cursor", "fetch", "commit", "read", "wait", "peek", "claim_marker" },
                Root = { "channels", "unread" },
                M = { "body_of", "_release", "_batches" } },
   tasks = { Channel = { "tasks", "task", "task_create", "task_update", "claim", "renew",
