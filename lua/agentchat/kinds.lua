@@ -27,22 +27,14 @@ local M = {}
 
 M.KINDS = { "message", "event", "audit" }
 
-local PREFIXES = {
-  { "event.", "event" },
-  { "task.", "audit" }, { "lease.", "audit" }, { "path.", "audit" }, { "state.", "audit" },
-  { "watch.", "audit" },
-}
+-- By the status's first word and its dot.
+local PREFIXES = { ["event."] = "event", ["task."] = "audit", ["lease."] = "audit", ["path."] = "audit",
+                   ["state."] = "audit", ["watch."] = "audit" }
 
 --- The kind of a message with this status (nil or a string).
 function M.of_status(status)
-  if type(status) == "string" then
-    for _, p in ipairs(PREFIXES) do
-      if status:sub(1, #p[1]) == p[1] then
-        return p[2]
-      end
-    end
-  end
-  return "message"
+  local head = type(status) == "string" and status:match("^[^.]*%.")
+  return head and PREFIXES[head] or "message"
 end
 
 --- The kind of a message (an API message table, or a C record with fields).
