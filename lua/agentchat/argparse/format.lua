@@ -9,7 +9,10 @@ local pycompat = require "agentchat.pycompat"
 local concat, insert = table.concat, table.insert
 local repr, ulen = pycompat.repr, pycompat.ulen
 local copy_list, extend = argparse._copy_list, argparse._extend
-local choices_actions = argparse._choices_actions
+-- The help lines of a subparsers action's commands (none for another action).
+local function choices_actions(action)
+  return action._choices_actions and require("agentchat.argparse.subparsers").choices_actions(action) or {}
+end
 local Parser = argparse._Parser
 
 local SUPPRESS = argparse.SUPPRESS
