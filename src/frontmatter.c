@@ -9,9 +9,34 @@
 #include "agentchat/pystr.h"
 #include "agentchat/utf8.h"
 
+/* ac_py_strip for a key or a value, with the usual cases inline (every
+ * message read parses its frontmatter): no whitespace at the ends, or one
+ * space before a value ("from: alice"). */
+static int plain(unsigned char c)
+{
+    return c > ' ' && c < 0x7F;
+}
+
+static void strip(const char *s, size_t len, size_t *a, size_t *b)
+{
+    if (len > 0 && plain((unsigned char)s[len - 1])) {
+        if (plain((unsigned char)s[0]) || (s[0] == ' ' && len > 1 && plain((unsigned char)s[1]))) {
+            *a = plain((unsigned char)s[0]) ? 0 : 1;
+            *b = len;
+            return;
+        }
+    }
+    ac_py_strip(s, len, a, b);
+}
+
 static int line_is_fence(const char *s, size_t len)
 {
     size_t a, b;
+    unsigned char c = len ? (unsigned char)s[0] : 0;
+    /* The usual line starts with its key: a printable ASCII character
+     * other than '-' can start neither the fence nor whitespace. */
+    if (c > ' ' && c < 0x7F && c != '-')
+        return 0;
     ac_py_strip(s, len, &a, &b);
     return b - a == 3 && memcmp(s + a, "---", 3) == 0;
 }
@@ -52,8 +77,8 @@ int ac_fm_parse(const char *text, size_t len, struct ac_fm *fm)
                 fm->pairs = np;
                 cap = ncap;
             }
-            ac_py_strip(p, (size_t)(colon - p), &ks, &ke);
-            ac_py_strip(colon + 1, (size_t)(nl - colon - 1), &vs, &ve);
+            strip(p, (size_t)(colon - p), &ks, &ke);
+            strip(colon + 1, (size_t)(nl - colon - 1), &vs, &ve);
             fm->pairs[fm->npairs].key = p + ks;
             fm->pairs[fm->npairs].key_len = ke - ks;
             fm->pairs[fm->npairs].value = colon + 1 + vs;

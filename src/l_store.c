@@ -13,8 +13,13 @@
  *                                         frontmatter after title, in order;
  *                                         ts: the time to write instead of
  *                                         now (checked by the caller)
- *   ch:fetch{as=, after=, all=, stamp=}   -- inbox table (see push_inbox)
- *   ch:last(n)                            -- inbox table of the last n
+ *   ch:fetch{as=, after=, all=, stamp=, shown=, printed=}
+ *                                         -- inbox table (see push_inbox); shown:
+ *                                         each message only as read prints it;
+ *                                         printed = {before=, after=, unreadable=}:
+ *                                         no messages, their text as read
+ *                                         prints them (see push_printed)
+ *   ch:last(n [, {shown=, printed=}])     -- inbox table of the last n
  *   ch:message(seq)                       -- inbox table of message #seq
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
  *   ch:meta()                             -- raw _meta.json bytes
@@ -24,7 +29,7 @@
  *   ch:cursor_lock(agent)                 -- userdata "agentchat.dirlock" (the agent's
  *                                         cursor lock, released like ch:exclusive's)
  *                                         | nil, msg, "CURSOR_BUSY"|"INTERRUPTED"|"IO_ERROR", exit
- *   ch:wait{as=, after=, timeout=, interval=}
+ *   ch:wait{as=, after=, timeout=, interval=, shown=, printed=}
  *   ch:watch()                            -- userdata "agentchat.chanwatch": the
  *                                         channel's change notification, opened now
  *       w:wait(seconds [, hostwatch])     -- changed, host_changed (booleans) |
@@ -58,6 +63,7 @@
 #include "agentchat/channel.h"
 #include "agentchat/hostfile.h"
 #include "agentchat/lua_host.h"
+#include "agentchat/pystr.h"
 #include "agentchat/store.h"
 #include "agentchat/wait.h"
 
@@ -545,17 +551,111 @@ static void set_str(lua_State *L, const char *key, const char *s, size_t len)
  *     incomplete=, has_frontmatter=, truncated=, decode_error=,
  *     fields = {key=value...}}, ... },
  *     skipped = { {name=, errno=, reason=}, ... } } */
-static void push_inbox(lua_State *L, const struct ac_inbox *in)
+/* A message as read prints it: {seq, status, shown} with shown its text
+ * right-stripped, or {seq, status, name, decode_error} for a file that is
+ * not UTF-8 (the notice that stands for it is Lua's, kinds.shown_text).
+ * A fraction of a whole record's cost: no fields table, no body, no name
+ * (a new string per message). */
+static void push_shown(lua_State *L, const struct ac_inmsg *m)
+{
+    const char *v;
+    size_t vlen;
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, (lua_Integer)m->seq);
+    lua_setfield(L, -2, "seq");
+    if (ac_fm_get(&m->fm, "status", &v, &vlen)) {    /* the last one, as in `fields` */
+        lua_pushlstring(L, v, vlen);
+        lua_setfield(L, -2, "status");
+    }
+    if (m->decode_error) {
+        lua_pushstring(L, m->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, m->decode_error);
+        lua_setfield(L, -2, "decode_error");
+    } else {
+        lua_pushlstring(L, m->text, ac_py_rstrip_len(m->text, m->text_len));
+        lua_setfield(L, -2, "shown");
+    }
+}
+
+/* How the messages of an inbox are given to Lua: whole records, as read
+ * shows them (push_shown), or printed (push_printed). */
+enum how { WHOLE, SHOWN, PRINTED };
+
+/* The `shown` and `printed` options of the table at idx: SHOWN, PRINTED
+ * (the printed table is pushed: the caller pops it after push_inbox), or
+ * WHOLE. */
+static enum how how_of(lua_State *L, int idx)
+{
+    if (lua_getfield(L, idx, "printed") != LUA_TNIL) {
+        luaL_checktype(L, -1, LUA_TTABLE);
+        return PRINTED;
+    }
+    lua_pop(L, 1);
+    return opt_field_bool(L, idx, "shown") ? SHOWN : WHOLE;
+}
+
+/* inbox.printed: for each message, printed.before, its text right-stripped
+ * (or, for a file that is not UTF-8, what printed.unreadable(name, why)
+ * returns), printed.after; and inbox.n, how many. What read prints, in
+ * one string, without a Lua value per message: the caller decides the
+ * frame (kinds.PRINTED), C only repeats it. printed and inbox are stack
+ * indices (absolute). */
+static void push_printed(lua_State *L, const struct ac_inbox *in, int printed, int inbox)
+{
+    size_t i, blen, alen;
+    const char *before, *after;
+    luaL_Buffer b;
+
+    lua_getfield(L, printed, "before");
+    lua_getfield(L, printed, "after");
+    before = luaL_checklstring(L, -2, &blen);     /* both stay on the stack */
+    after = luaL_checklstring(L, -1, &alen);
+    luaL_buffinit(L, &b);
+    for (i = 0; i < in->n; i++) {
+        const struct ac_inmsg *m = &in->v[i];
+        luaL_addlstring(&b, before, blen);
+        if (m->decode_error) {
+            lua_getfield(L, printed, "unreadable");
+            lua_pushstring(L, m->name);
+            lua_pushstring(L, m->decode_error);
+            lua_call(L, 2, 1);
+            luaL_checkstring(L, -1);
+            luaL_addvalue(&b);
+        } else {
+            luaL_addlstring(&b, m->text, ac_py_rstrip_len(m->text, m->text_len));
+        }
+        luaL_addlstring(&b, after, alen);
+    }
+    luaL_pushresult(&b);
+    lua_setfield(L, inbox, "printed");
+    lua_pop(L, 2);
+    lua_pushinteger(L, (lua_Integer)in->n);
+    lua_setfield(L, inbox, "n");
+}
+
+/* The inbox table {max_seq, count, messages, skipped}, the messages made
+ * as `how` says (PRINTED: `printed` and `n`, and no messages; the printed
+ * table is then the top of the stack, where it stays below the inbox). */
+static void push_inbox(lua_State *L, const struct ac_inbox *in, enum how how)
 {
     size_t i, j;
-    lua_createtable(L, 0, 4);
+    int printed = lua_gettop(L);
+    lua_createtable(L, 0, 5);
+    if (how == PRINTED)
+        push_printed(L, in, printed, lua_gettop(L));
     lua_pushinteger(L, (lua_Integer)in->max_seq);
     lua_setfield(L, -2, "max_seq");
     lua_pushinteger(L, (lua_Integer)in->count);
     lua_setfield(L, -2, "count");
-    lua_createtable(L, (int)in->n, 0);
-    for (i = 0; i < in->n; i++) {
+    lua_createtable(L, how == PRINTED ? 0 : (int)in->n, 0);
+    for (i = 0; i < in->n && how != PRINTED; i++) {
         const struct ac_inmsg *m = &in->v[i];
+        if (how == SHOWN) {
+            push_shown(L, m);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+            continue;
+        }
         lua_createtable(L, 0, 8);
         lua_pushinteger(L, (lua_Integer)m->seq);
         lua_setfield(L, -2, "seq");
@@ -610,6 +710,7 @@ static int chan_fetch(lua_State *L)
     const char *agent;
     lua_Integer after;
     int flags = 0;
+    enum how how;
 
     luaL_checktype(L, 2, LUA_TTABLE);
     if (opt_field_bool(L, 2, "all"))
@@ -620,9 +721,10 @@ static int chan_fetch(lua_State *L)
     if (lua_isboolean(L, -1) && !lua_toboolean(L, -1))
         flags |= AC_INBOX_NO_STAMP;
     lua_pop(L, 1);
+    how = how_of(L, 2);
     if (ac_inbox_fetch(c->ch, agent, after, flags, &in, &err) == -1)
         return ac_lua_fail_err(L, &err);
-    push_inbox(L, &in);
+    push_inbox(L, &in, how);
     ac_inbox_free(&in);
     return 1;
 }
@@ -633,6 +735,11 @@ static int chan_last(lua_State *L)
     lua_Integer n = luaL_checkinteger(L, 2);
     struct ac_inbox in;
     struct ac_err err = AC_ERR_INIT;
+    enum how how = WHOLE;
+    if (!lua_isnoneornil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
+        how = how_of(L, 3);
+    }
     if (ac_inbox_last(c->ch, n > 0 ? (size_t)n : 0, &in, &err) == -1)
         return ac_lua_fail_err(L, &err);
     if (n <= 0) {
@@ -644,7 +751,7 @@ static int chan_last(lua_State *L)
         }
         in.n = 0;
     }
-    push_inbox(L, &in);
+    push_inbox(L, &in, how);
     ac_inbox_free(&in);
     return 1;
 }
@@ -659,7 +766,7 @@ static int chan_message(lua_State *L)
     struct ac_err err = AC_ERR_INIT;
     if (ac_inbox_seq(c->ch, seq > 0 ? (uint64_t)seq : 0, &in, &err) == -1)
         return ac_lua_fail_err(L, &err);
-    push_inbox(L, &in);
+    push_inbox(L, &in, WHOLE);
     ac_inbox_free(&in);
     return 1;
 }
@@ -745,6 +852,7 @@ static int chan_wait(lua_State *L)
     struct ac_inbox in;
     struct ac_err err = AC_ERR_INIT;
     int given, rc;
+    enum how how;
 
     luaL_checktype(L, 2, LUA_TTABLE);
     agent = field_string(L, 2, "as");
@@ -753,12 +861,13 @@ static int chan_wait(lua_State *L)
         after = ac_chan_cursor_get(c->ch, agent, NULL);
     timeout = opt_field_number(L, 2, "timeout", 900.0);
     interval = opt_field_number(L, 2, "interval", 5.0);
+    how = how_of(L, 2);
     rc = ac_wait_inbox(c->ch, agent, after, timeout, interval, &in, &err);
     if (rc == -1)
         return ac_lua_fail_err(L, &err);
     if (rc == 1)
         return ac_lua_fail(L, "ETIMEDOUT", 2, "timed out");
-    push_inbox(L, &in);
+    push_inbox(L, &in, how);
     ac_inbox_free(&in);
     return 1;
 }

@@ -188,6 +188,107 @@ static int l_strip(lua_State *L)
     return 1;
 }
 
+/* sys.comma_list(s): Python's [m.strip() for m in s.split(",") if
+ * m.strip()] (nil: an empty list), the comma lists of flags and of the
+ * environment (order and duplicates kept). In C because the hooks read one
+ * on every prompt, and pycompat is a module to load. */
+static int l_comma_list(lua_State *L)
+{
+    size_t len, a, b, start = 0, i;
+    const char *s = luaL_optlstring(L, 1, "", &len);
+    lua_Integer n = 0;
+    lua_newtable(L);
+    for (i = 0; i <= len; i++) {
+        if (i < len && s[i] != ',')
+            continue;
+        ac_py_strip(s + start, i - start, &a, &b);
+        if (b > a) {
+            lua_pushlstring(L, s + start + a, b - a);
+            lua_rawseti(L, -2, ++n);
+        }
+        start = i + 1;
+    }
+    return 1;
+}
+
+/* Python's \w at p[i] as the state summary approximates it: ASCII letters,
+ * digits and '_', and every non-ASCII letter or digit; Latin-1 and general
+ * punctuation, symbols, arrows and emoji are not word characters (nor is
+ * an invalid byte, or the end). */
+static int word_at(const unsigned char *p, size_t len, size_t i)
+{
+    uint32_t cp;
+    if (i >= len)
+        return 0;
+    if (p[i] < 0x80)
+        return (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'A' && p[i] <= 'Z') ||
+               (p[i] >= 'a' && p[i] <= 'z') || p[i] == '_';
+    if (ac_utf8_decode(p + i, len - i, &cp) == 0)
+        return 0;
+    if (cp < 0xC0)
+        return cp == 0xAA || cp == 0xB5 || cp == 0xBA || cp == 0xB2 || cp == 0xB3 || cp == 0xB9;
+    if (cp == 0xD7 || cp == 0xF7 || ac_py_isspace(cp))
+        return 0;
+    return !((cp >= 0x2000 && cp <= 0x2BFF) || (cp >= 0x3000 && cp <= 0x303F) ||
+             (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0x1F000 && cp <= 0x1FAFF));
+}
+
+/* sys.heading_has(text, words): Python's re.search(r"^#+\s*(w1|w2|...)\b",
+ * text, IGNORECASE | MULTILINE) for lower-case ASCII words, as the state
+ * summary finds decisions, blockers and evidence in message bodies: at the
+ * start of a line one or more '#', any whitespace (Python's, newlines
+ * too), one of the words in any case, then no word character (word_at).
+ * In C because state looks at every message three times. */
+static int l_heading_has(lua_State *L)
+{
+    size_t len, pos = 0;
+    const char *s = luaL_checklstring(L, 1, &len);
+    const unsigned char *p = (const unsigned char *)s;
+    lua_Integer k, nwords;
+
+    luaL_checktype(L, 2, LUA_TTABLE);
+    nwords = (lua_Integer)lua_rawlen(L, 2);
+    while (pos < len) {
+        const char *nl;
+        if (p[pos] == '#') {
+            size_t i = pos;
+            while (i < len && p[i] == '#')
+                i++;
+            while (i < len) {
+                uint32_t cp;
+                size_t n = p[i] < 0x80 ? 1 : ac_utf8_decode(p + i, len - i, &cp);
+                if (p[i] < 0x80)
+                    cp = p[i];
+                if (n == 0 || !ac_py_isspace(cp))
+                    break;
+                i += n;
+            }
+            for (k = 1; k <= nwords; k++) {
+                size_t wl, j;
+                const char *w;
+                lua_rawgeti(L, 2, k);
+                w = luaL_checklstring(L, -1, &wl);
+                for (j = 0; j < wl && i + j < len; j++) {
+                    unsigned char c = p[i + j];
+                    if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != (unsigned char)w[j])
+                        break;
+                }
+                lua_pop(L, 1);
+                if (j == wl && i + wl <= len && !word_at(p, len, i + wl)) {
+                    lua_pushboolean(L, 1);
+                    return 1;
+                }
+            }
+        }
+        nl = memchr(s + pos, '\n', len - pos);
+        if (!nl)
+            break;
+        pos = (size_t)(nl - s) + 1;
+    }
+    lua_pushboolean(L, 0);
+    return 1;
+}
+
 static int l_slugify(lua_State *L)
 {
     size_t len;
@@ -311,7 +412,9 @@ static const luaL_Reg funcs[] = {
     { "isatty", l_isatty }, { "read_file", l_read_file }, { "read_stdin", l_read_stdin },
     { "now_iso", l_now_iso }, { "monotonic", l_monotonic }, { "sleep", l_sleep },
     { "utf8_valid", l_utf8_valid }, { "utf8_error", l_utf8_error }, { "slugify", l_slugify },
-    { "rstrip", l_rstrip }, { "strip", l_strip }, { "float_repr", l_float_repr },
+    { "rstrip", l_rstrip }, { "strip", l_strip }, { "comma_list", l_comma_list },
+    { "heading_has", l_heading_has },
+    { "float_repr", l_float_repr },
     { "interrupted", l_interrupted }, { "getpid", l_getpid }, { "iso_has_offset", l_iso_has_offset },
     { "iso_epoch", l_iso_epoch }, { "time", l_time }, { "uuid4", l_uuid4 },
     { "sha256", l_sha256 }, { "home", l_home }, { "exit_code", l_exit_code }, { NULL, NULL }

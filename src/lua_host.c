@@ -18,6 +18,10 @@
 
 static lua_State *globalL;
 
+/* The state of a run that ended without lua_close (see ac_lua_main): kept
+ * in a global so that leak checkers see its memory as still reachable. */
+static lua_State *unclosed;
+
 /* Hook installed by the signal handler: stop the running chunk at the next
  * instruction with a structured error (lua.c's lstop). The error is an
  * agentchat.errors object (the metatable agentchat.errors registers under
@@ -167,7 +171,7 @@ const char *ac_lua_optcstring(lua_State *L, int idx, const char *def)
     return lua_isnoneornil(L, idx) ? def : ac_lua_checkcstring(L, idx);
 }
 
-/* package.preload loader for an embedded module (upvalue: its index). */
+/* The loader of an embedded module (upvalue: its index). */
 static int load_embedded(lua_State *L)
 {
     const struct ac_embedded_module *m =
@@ -180,9 +184,30 @@ static int load_embedded(lua_State *L)
     return 1;
 }
 
-/* The standard libraries plus every agentchat module in package.preload
- * (declared in lua_host.h; also used by the fuzz harnesses in tests/fuzz/,
- * which need the CLI's modules without running the CLI). */
+/* package.searchers entry, right after package.preload: the loader of the
+ * embedded module `name` (and ":embedded:", the extra value Lua passes
+ * it), or nothing when there is none (require's message stays as it was).
+ * One searcher instead of a package.preload entry per module: a command
+ * requires a dozen of the sixty. */
+static int search_embedded(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    int i;
+    for (i = 0; ac_embedded_modules[i].name; i++) {
+        if (strcmp(ac_embedded_modules[i].name, name) == 0) {
+            lua_pushinteger(L, i);
+            lua_pushcclosure(L, load_embedded, 1);
+            lua_pushliteral(L, ":embedded:");
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* The standard libraries, the C modules in package.preload and the
+ * embedded Lua modules through search_embedded (declared in lua_host.h;
+ * also used by the fuzz harnesses in tests/fuzz/, which need the CLI's
+ * modules without running the CLI). */
 void ac_lua_openlibs(lua_State *L)
 {
     const char *dev = getenv("AGENT_CHAT_LUA_PATH");
@@ -225,15 +250,185 @@ void ac_lua_openlibs(lua_State *L)
         lua_setfield(L, -2, "path");
         lua_pop(L, 1);
     } else {
-        for (i = 0; ac_embedded_modules[i].name; i++) {
-            lua_pushinteger(L, i);
-            lua_pushcclosure(L, load_embedded, 1);
-            lua_setfield(L, -2, ac_embedded_modules[i].name);
+        lua_getglobal(L, "package");
+        lua_getfield(L, -1, "searchers");
+        for (i = (int)lua_rawlen(L, -1); i >= 2; i--) {
+            lua_rawgeti(L, -1, i);
+            lua_rawseti(L, -2, i + 1);
         }
+        lua_pushcfunction(L, search_embedded);
+        lua_rawseti(L, -2, 2);
+        lua_pop(L, 2);
     }
     lua_pop(L, 1);
 }
 
+/* The allocator of the program's Lua state. What Lua allocates is mostly
+ * small (strings, tables, closures, upvalues) and Lua passes the size of
+ * every block it frees or resizes, so blocks of up to SMALL_MAX bytes come
+ * from size classes of 16 bytes, cut from CHUNK-sized pieces of malloc'd
+ * memory and recycled through one free list per class: no header and no
+ * malloc bookkeeping per block, which were a fifth of a short command's
+ * instructions. Bigger blocks are malloc's. The pieces are given back only
+ * when the state is closed (arena_release); until then the free lists keep
+ * the memory at the most ever live per class. A sanitizer build uses
+ * malloc's blocks, so that ASan sees each one. */
+#if defined(__SANITIZE_ADDRESS__)
+#define AC_ARENA 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AC_ARENA 0
+#endif
+#endif
+#ifndef AC_ARENA
+#define AC_ARENA 1
+#endif
+
+#if AC_ARENA
+#define SMALL_MAX 256
+#define CHUNK (64 * 1024)
+
+struct arena {
+    void *free[SMALL_MAX / 16 + 1];   /* by class, (size + 15) / 16 */
+    char *next, *end;                 /* the unused rest of the current piece */
+    void *pieces;                     /* the last piece; each starts with the one before */
+};
+
+static struct arena arena;
+
+static size_t class_of(size_t size)
+{
+    return (size + 15) / 16;
+}
+
+static void *small_take(size_t cls)
+{
+    void *p = arena.free[cls];
+    size_t size = cls * 16;
+    if (p) {
+        arena.free[cls] = *(void **)p;
+        return p;
+    }
+    if ((size_t)(arena.end - arena.next) < size) {
+        char *piece = malloc(CHUNK);   /* the old piece's rest (< 256 bytes) is left */
+        if (!piece)
+            return NULL;
+        *(void **)piece = arena.pieces;
+        arena.pieces = piece;
+        arena.next = piece + 16;
+        arena.end = piece + CHUNK;
+    }
+    p = arena.next;
+    arena.next += size;
+    return p;
+}
+
+static void small_give(void *p, size_t size)
+{
+    size_t cls = class_of(size);
+    *(void **)p = arena.free[cls];
+    arena.free[cls] = p;
+}
+
+static void *arena_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    void *p;
+    (void)ud;
+    if (ptr == NULL)
+        osize = 0;                     /* then osize is the kind of object */
+    if (nsize == 0) {
+        if (ptr && osize <= SMALL_MAX)
+            small_give(ptr, osize);
+        else
+            free(ptr);
+        return NULL;
+    }
+    if (ptr && nsize <= osize && osize <= SMALL_MAX)
+        return ptr;                    /* it fits; freed later as nsize */
+    if (ptr && osize > SMALL_MAX && nsize > SMALL_MAX)
+        return realloc(ptr, nsize);
+    p = nsize <= SMALL_MAX ? small_take(class_of(nsize)) : malloc(nsize);
+    if (!p)
+        /* Lua counts on a shrink not failing: keep the big block. */
+        return nsize <= osize ? ptr : NULL;
+    if (ptr) {
+        memcpy(p, ptr, osize < nsize ? osize : nsize);
+        if (osize <= SMALL_MAX)
+            small_give(ptr, osize);
+        else
+            free(ptr);
+    }
+    return p;
+}
+
+/* After lua_close: the pieces go back to malloc. */
+static void arena_release(void)
+{
+    while (arena.pieces) {
+        void *piece = arena.pieces;
+        arena.pieces = *(void **)piece;
+        free(piece);
+    }
+    memset(&arena, 0, sizeof arena);
+}
+#else
+static void *arena_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    (void)ud;
+    (void)osize;
+    if (nsize == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, nsize);
+}
+
+static void arena_release(void)
+{
+}
+#endif
+
+/* What luaL_newstate installs besides its allocator: a panic function
+ * (an error outside any protected call: the message, then abort) and
+ * warnings, off until a script's warn("@on") ("Lua warning: ..." lines on
+ * stderr, as the lua5.4 interpreter prints them). */
+static int panic(lua_State *L)
+{
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "agent-chat: PANIC: unprotected error in call to Lua API (%s)\n",
+            msg ? msg : "error object is not a string");
+    fflush(stderr);
+    return 0;
+}
+
+static struct {
+    int on;          /* warn("@on") was called */
+    int continuing;  /* the last piece had tocont set */
+} warnings;
+
+static void warnf(void *ud, const char *msg, int tocont)
+{
+    (void)ud;
+    if (!warnings.continuing && msg[0] == '@') {    /* a control message */
+        if (!tocont && strcmp(msg, "@on") == 0)
+            warnings.on = 1;
+        else if (!tocont && strcmp(msg, "@off") == 0)
+            warnings.on = 0;
+        return;
+    }
+    if (warnings.on) {
+        if (!warnings.continuing)
+            fputs("Lua warning: ", stderr);
+        fputs(msg, stderr);
+        if (!tocont) {
+            fputc('\n', stderr);
+            fflush(stderr);
+        }
+    }
+    warnings.continuing = tocont;
+}
+
+/* pmain(argc, argv) -> exit code, closable: cli.main's two results. */
 static int pmain(lua_State *L)
 {
     int argc = (int)lua_tointeger(L, 1);
@@ -241,6 +436,11 @@ static int pmain(lua_State *L)
     int i;
 
     luaL_checkversion(L);
+    /* A collection cycle when the heap has grown to 4 times what the last
+     * one left (Lua's default is 2): start-up only adds what stays live
+     * (modules, the parser), and each cycle marks all of it again (a
+     * tenth of a short command at 2). */
+    lua_gc(L, LUA_GCINC, 400, 0, 0);
     ac_lua_openlibs(L);
     lua_getglobal(L, "require");
     lua_pushliteral(L, "agentchat.cli");
@@ -251,25 +451,27 @@ static int pmain(lua_State *L)
         lua_pushstring(L, argv[i]);
         lua_rawseti(L, -2, i);
     }
-    lua_call(L, 1, 1);
-    return 1;
+    lua_call(L, 1, 2);
+    return 2;
 }
 
 int ac_lua_main(int argc, char **argv)
 {
-    lua_State *L = luaL_newstate();
+    lua_State *L = lua_newstate(arena_alloc, NULL);
     int status, code;
 
     if (L == NULL) {
         fputs("agent-chat: cannot create Lua state: not enough memory\n", stderr);
         return 1;
     }
+    lua_atpanic(L, panic);
+    lua_setwarnf(L, warnf, NULL);
     globalL = L;
     ac_clock_set_interrupt_hook(interrupt_hook);
     lua_pushcfunction(L, pmain);
     lua_pushinteger(L, argc);
     lua_pushlightuserdata(L, argv);
-    status = ac_lua_pcall(L, 2, 1);
+    status = ac_lua_pcall(L, 2, 2);
     if (status != LUA_OK) {
         /* Only a bug in our Lua code gets here; keep it to one line unless
          * asked for the traceback. */
@@ -284,10 +486,21 @@ int ac_lua_main(int argc, char **argv)
                     (int)strcspn(msg, "\n"), msg);
         code = 1;
     } else {
-        code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+        code = lua_isinteger(L, -2) ? (int)lua_tointeger(L, -2) : 0;
+        /* Only the CLI's own code ran (no script): nothing is left for a
+         * finalizer to do that the end of the process does not (its
+         * handles hold descriptors and flocks; every lock and channel a
+         * command takes is closed by then), so the state is not freed
+         * object by object: that was a tenth of a short command. A
+         * script's __gc (run, watch, repl) still runs in lua_close. */
+        if (lua_toboolean(L, -1))
+            unclosed = L;
     }
     fflush(stdout);
     globalL = NULL;
-    lua_close(L);
+    if (unclosed != L) {
+        lua_close(L);
+        arena_release();
+    }
     return code;
 }

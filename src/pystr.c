@@ -248,6 +248,13 @@ int ac_py_isalnum(uint32_t cp)
 }
 
 /* Length of the whitespace code point that ends at s[end) (0 if none). */
+/* ac_py_isspace for an ASCII byte, inline: strip and rstrip run over
+ * every frontmatter line and every message read prints. */
+static int ascii_space(unsigned char c)
+{
+    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+}
+
 static size_t trailing_space(const char *s, size_t end)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -255,7 +262,7 @@ static size_t trailing_space(const char *s, size_t end)
     if (end == 0)
         return 0;
     if (p[end - 1] < 0x80)
-        return ac_py_isspace(p[end - 1]) ? 1 : 0;
+        return ascii_space(p[end - 1]);
     /* Walk back over continuation bytes to the lead byte (at most 4). */
     for (back = 2; back <= 4 && back <= end; back++) {
         uint32_t cp;
@@ -279,12 +286,32 @@ size_t ac_py_rstrip_len(const char *s, size_t len)
 void ac_py_strip(const char *s, size_t len, size_t *start, size_t *end)
 {
     const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, e = ac_py_rstrip_len(s, len);
+    size_t i = 0, e;
+    if (len > 0 && p[len - 1] < 0x80 && !ascii_space(p[len - 1])) {
+        /* Nothing to strip at the end; at the start, the usual frontmatter
+         * value has one space ("from: alice"). */
+        if (p[0] < 0x80 && !ascii_space(p[0])) {
+            *start = 0;
+            *end = len;
+            return;
+        }
+        if (p[0] == ' ' && len > 1 && p[1] < 0x80 && !ascii_space(p[1])) {
+            *start = 1;
+            *end = len;
+            return;
+        }
+    }
+    e = ac_py_rstrip_len(s, len);
     while (i < e) {
         uint32_t cp;
-        size_t n = p[i] < 0x80 ? 1 : ac_utf8_decode(p + i, e - i, &cp);
-        if (p[i] < 0x80)
-            cp = p[i];
+        size_t n;
+        if (p[i] < 0x80) {
+            if (!ascii_space(p[i]))
+                break;
+            i++;
+            continue;
+        }
+        n = ac_utf8_decode(p + i, e - i, &cp);
         if (n == 0 || !ac_py_isspace(cp))
             break;
         i += n;

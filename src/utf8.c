@@ -1,6 +1,7 @@
 /* utf8.c - strict UTF-8 decoding; see include/agentchat/utf8.h. */
 #include "agentchat/utf8.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,23 @@ size_t ac_utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
     return n;
 }
 
+/* The length of the run of ASCII bytes that starts p[0..len), eight bytes
+ * at a time: messages are mostly ASCII, and read checks and copies every
+ * byte of each one it prints. */
+static size_t ascii_run(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    uint64_t w;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, p + i, 8);
+        if (w & UINT64_C(0x8080808080808080))
+            break;
+    }
+    while (i < len && p[i] < 0x80)
+        i++;
+    return i;
+}
+
 int ac_utf8_valid(const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -49,7 +67,7 @@ int ac_utf8_valid(const char *s, size_t len)
         uint32_t cp;
         size_t n;
         if (p[i] < 0x80) {
-            i++;
+            i += ascii_run(p + i, len - i);
             continue;
         }
         n = ac_utf8_decode(p + i, len - i, &cp);
@@ -131,8 +149,14 @@ char *ac_text_from_file(const char *s, size_t len, size_t *outlen)
             out[o++] = '\n';
             i += (i + 1 < len && p[i + 1] == '\n') ? 2 : 1;
         } else if (c < 0x80) {
-            out[o++] = (char)c;
-            i++;
+            /* Copy the ASCII run up to the next '\r' in one go. */
+            size_t run = ascii_run(p + i, len - i);
+            const unsigned char *cr = memchr(p + i, '\r', run);
+            if (cr)
+                run = (size_t)(cr - (p + i));
+            memcpy(out + o, p + i, run);
+            o += run;
+            i += run;
         } else {
             uint32_t cp;
             size_t n = ac_utf8_decode(p + i, len - i, &cp);
@@ -161,7 +185,7 @@ int ac_utf8_py_error(const char *s, size_t len, int more, size_t *pos,
 
     while (i < len) {
         uint32_t cp;
-        size_t n = p[i] < 0x80 ? 1 : ac_utf8_decode(p + i, len - i, &cp);
+        size_t n = p[i] < 0x80 ? ascii_run(p + i, len - i) : ac_utf8_decode(p + i, len - i, &cp);
         if (n == 0)
             break;
         i += n;

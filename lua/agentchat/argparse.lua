@@ -8,7 +8,9 @@
 -- prefix abbreviations, the negative-number rule, parse_known_args for
 -- subcommands and the order in which errors are detected all follow the
 -- Python code. The help formatter is ported too (HelpFormatter with its
--- textwrap-based wrapping), so usage lines in error messages match.
+-- textwrap-based wrapping), so usage lines in error messages match; it is
+-- in agentchat.argparse.format, loaded the first time a parser formats its
+-- usage or help.
 --
 -- Usage:
 --
@@ -43,6 +45,8 @@
 --     :argument(spec) -> action                   [add_argument()]
 --   parser:subparsers(spec) -> sub                [add_subparsers()]
 --   sub:parser(name, opts) -> parser              [add_parser()]
+--   sub:lazy(name, opts)                          (add_parser(), the parser
+--                                                  made when first named)
 --   parser:set_defaults(tbl)                      [set_defaults()]
 --   parser:parse(argv) -> args | nil, err         [parse_args()]
 --   parser:parse_known(argv) -> args, extras | nil, err
@@ -60,10 +64,13 @@
 -- fromfile_prefix_chars, the version action, parse_intermixed_args,
 -- conflict_handler="resolve", and int() of values beyond 64 bits (Python
 -- accepts them; here they are "invalid int value").
-local pycompat = require "agentchat.pycompat"
+local pycompat = require("agentchat.lazy")("agentchat.pycompat")
 
-local concat, insert, remove = table.concat, table.insert, table.remove
-local repr, ulen = pycompat.repr, pycompat.ulen
+local concat, remove = table.concat, table.remove
+
+local function repr(v)
+  return pycompat.repr(v)
+end
 
 local M = {}
 
@@ -86,8 +93,6 @@ M.columns = nil
 local Parser = {}
 Parser.__index = Parser
 
-local Subparsers = {}
-Subparsers.__index = Subparsers
 
 -- Errors and help requests unwind the parse with error(); this metatable
 -- tells them apart from genuine Lua errors, which are re-raised.
@@ -137,6 +142,12 @@ local function looks_negative(s)
   if s:sub(1, 1) ~= "-" then
     return false
   end
+  -- What follows the '-' must start with '.' or a digit; only a non-ASCII
+  -- byte can begin a digit other than 0-9 (every option string passes here).
+  local c = s:byte(2)
+  if c and c < 0x80 and c ~= 0x2e and (c < 0x30 or c > 0x39) then
+    return false
+  end
   local before, after, dot = 0, 0, false
   for pos, cp in pycompat.codes(s) do
     if pos > 1 then
@@ -159,232 +170,6 @@ local function looks_negative(s)
   return before > 0
 end
 
--- Width of the help formatter: shutil.get_terminal_size().columns - 2.
-local function formatter_width(parser)
-  local columns = parser.columns
-  if not columns then
-    local env = os.getenv("COLUMNS")
-    columns = env and pycompat.int_parse(env)
-    if not columns or columns <= 0 then
-      columns = M.columns or 80
-    end
-  end
-  return columns - 2
-end
-
--- Python's str() of a value in help text (%(default)s and friends).
-local function py_str(v)
-  if type(v) == "function" then
-    return "function"
-  end
-  return pycompat.str(v)
-end
-
--- A subset of Python's "%" operator with a mapping: %(name)s, %(name)r,
--- %(name)d (with optional flags and width) and %%. `known` lists keys
--- that exist with a nil (None) value. Like Python, a missing key or a
--- stray "%" raises.
-local function py_format(fmt, params, known)
-  local out, i = {}, 1
-  while true do
-    local j = fmt:find("%", i, true)
-    if not j then
-      out[#out + 1] = fmt:sub(i)
-      break
-    end
-    out[#out + 1] = fmt:sub(i, j - 1)
-    if fmt:sub(j + 1, j + 1) == "%" then
-      out[#out + 1] = "%"
-      i = j + 2
-    else
-      local key, flags, width, conv, nxt =
-        fmt:match("^%((.-)%)([-#0 +]*)(%d*)([srdi])()", j + 1)
-      if not key then
-        error(("unsupported format in %q"):format(fmt), 0)
-      end
-      local v = params[key]
-      if v == nil and not (known and known[key]) then
-        error(("format refers to unknown key %q"):format(key), 0)
-      end
-      local s
-      if conv == "r" then
-        s = repr(v)
-      elseif conv == "s" then
-        s = py_str(v)
-      else
-        s = ("%d"):format(math.tointeger(v) or error("%d needs an integer", 0))
-      end
-      width = tonumber(width)
-      if width and ulen(s) < width then
-        local pad = (" "):rep(width - ulen(s))
-        s = flags:find("-", 1, true) and s .. pad or pad .. s
-      end
-      out[#out + 1] = s
-      i = nxt
-    end
-  end
-  return concat(out)
-end
-
--- ---------------------------------------------------------------------------
--- textwrap.wrap / textwrap.fill for text whose whitespace has already
--- been collapsed to single spaces (HelpFormatter does that first).
-
-local function chars_of(s)
-  local t = {}
-  for pos, _, nxt in pycompat.codes(s) do
-    t[#t + 1] = s:sub(pos, nxt - 1)
-  end
-  return t
-end
-
--- Character classes of textwrap.TextWrapper.wordsep_re. Non-ASCII
--- characters count as letters, which is right for the scripts we meet.
-local function is_letter(c)
-  return c ~= nil and (c:match("^[%a_]$") ~= nil or #c > 1)
-end
-
-local function is_word(c)
-  return c ~= nil and (is_letter(c) or c:match("^%d$") ~= nil)
-end
-
-local function is_word_punct(c)
-  return c ~= nil and (is_word(c) or c:match("^[!\"'&.,?]$") ~= nil)
-end
-
--- Does an em-dash (two or more '-' followed by a word character) start
--- at index i of chars?
-local function em_dash_at(chars, i)
-  local j = i
-  while chars[j] == "-" do
-    j = j + 1
-  end
-  return j - i >= 2 and is_word(chars[j]), j
-end
-
--- Split one space-free word into textwrap chunks ("goof-ball" ->
--- "goof-", "ball"), following wordsep_re with break_on_hyphens=True.
-local function split_word(chars, first, last, out)
-  local p = first
-  while p <= last do
-    local is_dash, dash_end = em_dash_at(chars, p)
-    if p > 1 and is_word_punct(chars[p - 1]) and is_dash then
-      out[#out + 1] = concat(chars, "", p, dash_end - 1)
-      p = dash_end
-    else
-      local e = p + 1
-      while true do
-        local c = chars[e]
-        if e > last then
-          out[#out + 1] = concat(chars, "", p, last)
-          p = last + 1
-          break
-        elseif c == "-" and ((is_letter(chars[e - 2]) and is_letter(chars[e - 1]))
-            or (is_letter(chars[e - 3]) and chars[e - 2] == "-"
-              and is_letter(chars[e - 1])))
-            and is_letter(chars[e + 1])
-            and (is_letter(chars[e + 2])
-              or (chars[e + 2] == "-" and is_letter(chars[e + 3]))) then
-          out[#out + 1] = concat(chars, "", p, e)
-          p = e + 1
-          break
-        elseif is_word_punct(chars[e - 1]) and em_dash_at(chars, e) then
-          out[#out + 1] = concat(chars, "", p, e - 1)
-          p = e
-          break
-        end
-        e = e + 1
-      end
-    end
-  end
-end
-
-local function split_chunks(text)
-  local chars = chars_of(text)
-  local chunks = {}
-  local i = 1
-  while i <= #chars do
-    if chars[i] == " " then
-      chunks[#chunks + 1] = " "
-      i = i + 1
-    else
-      local j = i
-      while j + 1 <= #chars and chars[j + 1] ~= " " do
-        j = j + 1
-      end
-      split_word(chars, i, j, chunks)
-      i = j + 1
-    end
-  end
-  return chunks
-end
-
--- textwrap.TextWrapper._wrap_chunks with break_long_words and
--- drop_whitespace on.
-local function wrap(text, width, initial_indent, subsequent_indent)
-  initial_indent, subsequent_indent = initial_indent or "", subsequent_indent or ""
-  local chunks = split_chunks(text)
-  local rev = {}
-  for i = #chunks, 1, -1 do
-    rev[#rev + 1] = chunks[i]
-  end
-  local lines = {}
-  while #rev > 0 do
-    local cur, cur_len = {}, 0
-    local indent = #lines > 0 and subsequent_indent or initial_indent
-    local w = width - ulen(indent)
-    if rev[#rev] == " " and #lines > 0 then
-      rev[#rev] = nil
-    end
-    while #rev > 0 do
-      local l = ulen(rev[#rev])
-      if cur_len + l <= w then
-        cur[#cur + 1] = remove(rev)
-        cur_len = cur_len + l
-      else
-        break
-      end
-    end
-    if #rev > 0 and ulen(rev[#rev]) > w then
-      -- _handle_long_word
-      local space_left = w < 1 and 1 or w - cur_len
-      local chunk = chars_of(rev[#rev])
-      local cut = space_left
-      if #chunk > space_left then
-        local hyphen
-        for k = space_left, 1, -1 do
-          if chunk[k] == "-" then
-            hyphen = k - 1
-            break
-          end
-        end
-        if hyphen and hyphen > 0 then
-          for k = 1, hyphen do
-            if chunk[k] ~= "-" then
-              cut = hyphen + 1
-              break
-            end
-          end
-        end
-      end
-      cur[#cur + 1] = concat(chunk, "", 1, cut)
-      rev[#rev] = concat(chunk, "", cut + 1)
-    end
-    if cur[#cur] == " " then
-      cur[#cur] = nil
-    end
-    if #cur > 0 then
-      lines[#lines + 1] = indent .. concat(cur)
-    end
-  end
-  return lines
-end
-
--- HelpFormatter._whitespace_matcher ('\s+' with re.ASCII) then strip().
-local function collapse(text)
-  return pycompat.strip((text:gsub("[ \t\n\r\f\v]+", " ")))
-end
-
 -- ---------------------------------------------------------------------------
 -- Actions
 
@@ -394,11 +179,6 @@ local KNOWN_ACTIONS = { store = true, append = true, extend = true }
 for k in pairs(ZERO_ARG) do
   KNOWN_ACTIONS[k] = true
 end
-
--- Keys of an action that %(...)s in its help may name.
-local HELP_KEYS = { option_strings = true, dest = true, nargs = true,
-  const = true, default = true, type = true, choices = true, required = true,
-  help = true, metavar = true, prog = true }
 
 -- _get_action_name
 local function action_name(action)
@@ -459,13 +239,33 @@ function M.parser(opts)
     columns = opts.columns,
     tag = opts.tag,
     parent = opts.parent,
-    _actions = {},
-    _option_map = {},
-    _option_order = {},
-    _groups = {},
-    _defaults = {},
-    _has_negative_number_optionals = false,
   }, Parser)
+  if opts._deferred then
+    -- A subcommand with a `build`: its tables are made on first use too
+    -- (Parser:_ensure_built), so defining thirty subcommands costs little.
+    self._deferred = true
+  else
+    self:_init()
+  end
+  return self
+end
+
+-- Make the tables of a deferred parser (its build still to run).
+function Parser:_ready()
+  if self._deferred then
+    self._deferred = nil
+    self:_init()
+  end
+end
+
+-- The tables of a new parser and its -h/--help action.
+function Parser:_init()
+  self._actions = {}
+  self._option_map = {}
+  self._option_order = {}
+  self._groups = {}
+  self._defaults = {}
+  self._has_negative_number_optionals = false
   self._positionals = self:_add_group("positional arguments")
   self._optionals = self:_add_group("options")
   if self.add_help then
@@ -474,7 +274,6 @@ function M.parser(opts)
       default = SUPPRESS, nargs = 0, help = "show this help message and exit",
     })
   end
-  return self
 end
 
 function Parser:_add_group(title, description)
@@ -556,6 +355,7 @@ end
 -- post's --re for --reply once --request-id exists).
 -- Returns the action table.
 function Parser:option(spec)
+  self:_ready()
   if #spec == 0 then
     error("option needs at least one option string", 2)
   end
@@ -589,6 +389,7 @@ end
 -- type_name, choices, default, nargs (nil | "?" | "*" | "+" | integer |
 -- argparse.REMAINDER), action ("store" | "append" | "extend").
 function Parser:positional(spec)
+  self:_ready()
   local name = spec[1]
   if #spec ~= 1 or type(name) ~= "string" or name:sub(1, 1) == "-" then
     error("positional needs exactly one name not starting with '-'", 2)
@@ -624,6 +425,7 @@ end
 --- set_defaults(): values for dests that no argument sets (e.g. a
 -- handler function per subcommand); also replaces action defaults.
 function Parser:set_defaults(defaults)
+  self:_ready()
   for k, v in pairs(defaults) do
     self._defaults[k] = v
   end
@@ -638,74 +440,11 @@ end
 -- required (default false), help, title and description (put the
 -- subcommands in their own help section), prog (prefix of the
 -- subparsers' prog; default: this parser's prog and its positionals).
--- Returns an object whose :parser(name, opts) adds a subcommand.
+-- Returns an object whose :parser(name, opts) adds a subcommand (see
+-- agentchat.argparse.subparsers, loaded by the first call: most command
+-- lines have no subcommands of subcommands).
 function Parser:subparsers(spec)
-  spec = spec or {}
-  if self._subparsers_action then
-    error("cannot have multiple subparser arguments", 2)
-  end
-  local group = self._positionals
-  if spec.title ~= nil or spec.description ~= nil then
-    group = self:_add_group(spec.title or "subcommands", spec.description)
-  end
-  local prefix = spec.prog
-  if prefix == nil then
-    local positionals = self:_get_positional_actions()
-    local text = self:_format_usage(positionals, formatter_width(self), "")
-    prefix = pycompat.strip(text)
-  end
-  local action = {
-    kind = "parsers", option_strings = {}, dest = spec.dest or SUPPRESS,
-    nargs = PARSER, required = spec.required == true, help = spec.help,
-    metavar = spec.metavar, choices = {}, _map = {}, _choices_actions = {},
-    _prog_prefix = prefix,
-  }
-  self:_add_action(action, group)
-  self._subparsers_action = action
-  return setmetatable({ action = action, _parent = self }, Subparsers)
-end
-
---- Add a subcommand. opts: help (lists it in the parent's help; omit to
--- hide it), aliases (list), prog, description, epilog, usage, add_help,
--- allow_abbrev, tag, build (a function(parser) that defines the
--- arguments on first use, see Parser:_ensure_built). The new parser
--- inherits `columns`.
-function Subparsers:parser(name, opts)
-  opts = opts or {}
-  local action = self.action
-  local aliases = opts.aliases or {}
-  if action._map[name] then
-    error("argument " .. tostring(action_name(action))
-      .. ": conflicting subparser: " .. name, 2)
-  end
-  for _, alias in ipairs(aliases) do
-    if action._map[alias] then
-      error("argument " .. tostring(action_name(action))
-        .. ": conflicting subparser alias: " .. alias, 2)
-    end
-  end
-  if opts.help ~= nil then
-    local metavar = name
-    if #aliases > 0 then
-      metavar = metavar .. " (" .. concat(aliases, ", ") .. ")"
-    end
-    action._choices_actions[#action._choices_actions + 1] = {
-      kind = "choice", option_strings = {}, dest = name, metavar = metavar,
-      help = opts.help,
-    }
-  end
-  local parser = M.parser{
-    prog = opts.prog or (action._prog_prefix .. " " .. name),
-    description = opts.description, epilog = opts.epilog, usage = opts.usage,
-    add_help = opts.add_help, allow_abbrev = opts.allow_abbrev,
-    columns = self._parent.columns, tag = opts.tag, parent = self._parent,
-  }
-  parser._build = opts.build
-  for _, n in ipairs{ name, table.unpack(aliases) } do
-    action._map[n] = parser
-    action.choices[#action.choices + 1] = n
-  end
-  return parser
+  return require("agentchat.argparse.subparsers").add(self, spec)
 end
 
 function Parser:_get_positional_actions()
@@ -1096,7 +835,7 @@ function Parser:_call_action(action, ns, values)
     if dest ~= SUPPRESS then
       ns_set(ns, dest, name)
     end
-    local parser = action._map[name]
+    local parser = require("agentchat.argparse.subparsers").find(action, name)
     if not parser then
       self:_arg_error(action, ("unknown parser %s (choices: %s)")
         :format(repr(name), concat(action.choices, ", ")))
@@ -1117,6 +856,7 @@ end
 -- used (parsed or formatted), so a command line pays only for the
 -- subcommand it runs.
 function Parser:_ensure_built()
+  self:_ready()
   local build = self._build
   if build then
     self._build = nil
@@ -1351,351 +1091,20 @@ function Parser:parse(argv)
 end
 
 -- ---------------------------------------------------------------------------
--- Help formatting (HelpFormatter)
+-- Help and usage text (HelpFormatter) are in agentchat.argparse.format,
+-- loaded by the first call of one of these: a command line that parses
+-- cleanly never needs them. Loading it replaces them with its methods.
 
-local function metavar_of(action, default_metavar, size)
-  local result
-  if action.metavar ~= nil then
-    result = action.metavar
-  elseif action.choices ~= nil then
-    local strs = {}
-    for i, c in ipairs(action.choices) do
-      strs[i] = py_str(c)
-    end
-    result = "{" .. concat(strs, ",") .. "}"
-  else
-    result = default_metavar
+for _, name in ipairs({ "_format_usage", "format_usage", "format_help" }) do
+  Parser[name] = function(...)
+    require "agentchat.argparse.format"
+    return Parser[name](...)
   end
-  if type(result) == "table" then
-    return result
-  end
-  local t = {}
-  for i = 1, size do
-    t[i] = result
-  end
-  return t
 end
 
--- _format_args
-local function format_args(action, default_metavar)
-  local nargs = action.nargs
-  if nargs == nil then
-    return metavar_of(action, default_metavar, 1)[1]
-  elseif nargs == OPTIONAL then
-    return ("[%s]"):format(metavar_of(action, default_metavar, 1)[1])
-  elseif nargs == ZERO_OR_MORE then
-    local mv = metavar_of(action, default_metavar, 1)
-    if #mv == 2 then
-      return ("[%s [%s ...]]"):format(mv[1], mv[2])
-    end
-    return ("[%s ...]"):format(mv[1])
-  elseif nargs == ONE_OR_MORE then
-    local mv = metavar_of(action, default_metavar, 2)
-    return ("%s [%s ...]"):format(mv[1], mv[2])
-  elseif nargs == REMAINDER then
-    return "..."
-  elseif nargs == PARSER then
-    return ("%s ..."):format(metavar_of(action, default_metavar, 1)[1])
-  elseif nargs == SUPPRESS then
-    return ""
-  end
-  return concat(metavar_of(action, default_metavar, nargs), " ", 1, nargs)
-end
-
-local function default_optional_metavar(action)
-  return action.dest:upper()
-end
-
--- _format_actions_usage (no mutually exclusive groups)
-local function format_actions_usage(actions)
-  local parts = {}
-  for _, action in ipairs(actions) do
-    if action.help ~= SUPPRESS then
-      if #action.option_strings == 0 then
-        parts[#parts + 1] = format_args(action, action.dest)
-      else
-        local part = action.option_strings[1]
-        if action.nargs ~= 0 then
-          part = part .. " " .. format_args(action, default_optional_metavar(action))
-        end
-        if not action.required then
-          part = "[" .. part .. "]"
-        end
-        parts[#parts + 1] = part
-      end
-    end
-  end
-  local text = concat(parts, " ")
-  text = text:gsub("([%[%(]) ", "%1"):gsub(" ([%]%)])", "%1")
-    :gsub("[%[%(] *[%]%)]", "")
-  return pycompat.strip(text)
-end
-
--- re.findall(r'\(.*?\)+(?=\s|$)|\[.*?\]+(?=\s|$)|\S+', text)
-local function usage_parts(text)
-  local parts = {}
-  local i, n = 1, #text
-  local function is_ws(c)
-    return c == "" or c:match("^[ \t\n\r\f\v]$") ~= nil
-  end
-  while i <= n do
-    local c = text:sub(i, i)
-    if is_ws(c) then
-      i = i + 1
-    else
-      local stop
-      local close = (c == "(" and ")") or (c == "[" and "]") or nil
-      if close then
-        local k = i + 1
-        while k <= n and text:sub(k, k) ~= "\n" do
-          if text:sub(k, k) == close then
-            local r = k
-            while text:sub(r + 1, r + 1) == close do
-              r = r + 1
-            end
-            if is_ws(text:sub(r + 1, r + 1)) then
-              stop = r
-              break
-            end
-            k = r + 1
-          else
-            k = k + 1
-          end
-        end
-      end
-      if not stop then
-        stop = i
-        while stop + 1 <= n and not is_ws(text:sub(stop + 1, stop + 1)) do
-          stop = stop + 1
-        end
-      end
-      parts[#parts + 1] = text:sub(i, stop)
-      i = stop + 1
-    end
-  end
-  return parts
-end
-
--- _format_usage: "usage: ...\n\n"; prefix defaults to "usage: ".
-function Parser:_format_usage(actions, width, prefix)
-  prefix = prefix or "usage: "
-  local prog = self.prog
-  local usage
-  if self.usage ~= nil then
-    usage = py_format(self.usage, { prog = prog })
-  elseif #actions == 0 then
-    usage = prog
-  else
-    local optionals, positionals = {}, {}
-    for _, a in ipairs(actions) do
-      if #a.option_strings > 0 then
-        optionals[#optionals + 1] = a
-      else
-        positionals[#positionals + 1] = a
-      end
-    end
-    local action_usage = format_actions_usage(extend(copy_list(optionals), positionals))
-    usage = action_usage ~= "" and prog .. " " .. action_usage or prog
-    local text_width = width
-    if ulen(prefix) + ulen(usage) > text_width then
-      local opt_parts = usage_parts(format_actions_usage(optionals))
-      local pos_parts = usage_parts(format_actions_usage(positionals))
-      local function get_lines(parts, indent, pfx)
-        local lines, line = {}, {}
-        local line_len = (pfx and ulen(pfx) or ulen(indent)) - 1
-        for _, part in ipairs(parts) do
-          if line_len + 1 + ulen(part) > text_width and #line > 0 then
-            lines[#lines + 1] = indent .. concat(line, " ")
-            line = {}
-            line_len = ulen(indent) - 1
-          end
-          line[#line + 1] = part
-          line_len = line_len + ulen(part) + 1
-        end
-        if #line > 0 then
-          lines[#lines + 1] = indent .. concat(line, " ")
-        end
-        if pfx then
-          lines[1] = lines[1]:sub(#indent + 1)
-        end
-        return lines
-      end
-      local lines
-      if ulen(prefix) + ulen(prog) <= 0.75 * text_width then
-        local indent = (" "):rep(ulen(prefix) + ulen(prog) + 1)
-        if #opt_parts > 0 then
-          lines = get_lines(extend({ prog }, opt_parts), indent, prefix)
-          extend(lines, get_lines(pos_parts, indent))
-        elseif #pos_parts > 0 then
-          lines = get_lines(extend({ prog }, pos_parts), indent, prefix)
-        else
-          lines = { prog }
-        end
-      else
-        local indent = (" "):rep(ulen(prefix))
-        lines = get_lines(extend(copy_list(opt_parts), pos_parts), indent)
-        if #lines > 1 then
-          lines = extend(get_lines(opt_parts, indent), get_lines(pos_parts, indent))
-        end
-        insert(lines, 1, prog)
-      end
-      usage = concat(lines, "\n")
-    end
-  end
-  return prefix .. usage .. "\n\n"
-end
-
--- HelpFormatter.format_help() post-processing.
-local function finish_help(text)
-  text = text:gsub("\n\n\n+", "\n\n"):gsub("^\n+", ""):gsub("\n+$", "")
-  return text .. "\n"
-end
-
---- format_usage(): "usage: ...\n" (empty if usage is argparse.SUPPRESS).
-function Parser:format_usage()
-  self:_ensure_built()
-  if self.usage == SUPPRESS then
-    return ""
-  end
-  return finish_help(self:_format_usage(self._actions, formatter_width(self)))
-end
-
--- _format_text: description, epilog and group descriptions.
-local function format_text(text, prog, width, indent)
-  if text:find("%(prog)", 1, true) then
-    text = py_format(text, { prog = prog })
-  end
-  local text_width = math.max(width - indent, 11)
-  local pad = (" "):rep(indent)
-  return concat(wrap(collapse(text), text_width, pad, pad), "\n") .. "\n\n"
-end
-
--- _format_action_invocation
-local function invocation(action)
-  if #action.option_strings == 0 then
-    return metavar_of(action, action.dest, 1)[1]
-  elseif action.nargs == 0 then
-    return concat(action.option_strings, ", ")
-  end
-  local args = format_args(action, default_optional_metavar(action))
-  local parts = {}
-  for i, s in ipairs(action.option_strings) do
-    parts[i] = s .. " " .. args
-  end
-  return concat(parts, ", ")
-end
-
--- _expand_help
-local function expand_help(action, prog)
-  local params = {}
-  for key in pairs(HELP_KEYS) do
-    local v = action[key]
-    if v ~= SUPPRESS then
-      params[key] = v
-    end
-  end
-  params.prog = prog
-  local known = {}
-  for key in pairs(HELP_KEYS) do
-    known[key] = action[key] ~= SUPPRESS
-  end
-  if type(params.type) == "function" then
-    params.type = action.type_name or "function"
-  end
-  if params.choices ~= nil then
-    local strs = {}
-    for i, c in ipairs(params.choices) do
-      strs[i] = py_str(c)
-    end
-    params.choices = concat(strs, ", ")
-  end
-  return py_format(action.help, params, known)
-end
-
---- format_help(): the full help text, ending in "\n".
-function Parser:format_help()
-  self:_ensure_built()
-  local width = formatter_width(self)
-  local max_help_position = math.min(24, math.max(width - 20, 4))
-  local out = {}
-  if self.usage ~= SUPPRESS then
-    out[#out + 1] = self:_format_usage(self._actions, width)
-  end
-  if self.description ~= nil and self.description ~= SUPPRESS then
-    out[#out + 1] = format_text(self.description, self.prog, width, 0)
-  end
-
-  -- add_argument(): longest invocation, measured at the section indent.
-  local action_max_length = 0
-  for _, group in ipairs(self._groups) do
-    for _, action in ipairs(group.actions) do
-      if action.help ~= SUPPRESS then
-        local len = ulen(invocation(action))
-        for _, sub in ipairs(action._choices_actions or {}) do
-          len = math.max(len, ulen(invocation(sub)))
-        end
-        action_max_length = math.max(action_max_length, len + 2)
-      end
-    end
-  end
-  local help_position = math.min(action_max_length + 2, max_help_position)
-  local help_width = math.max(width - help_position, 11)
-
-  local function format_action(action, indent)
-    local action_width = help_position - indent - 2
-    local header = invocation(action)
-    local parts = {}
-    local indent_first = 0
-    local help = action.help
-    if help == nil or help == "" then
-      parts[1] = (" "):rep(indent) .. header .. "\n"
-    elseif ulen(header) <= action_width then
-      parts[1] = (" "):rep(indent) .. header
-        .. (" "):rep(action_width - ulen(header)) .. "  "
-    else
-      parts[1] = (" "):rep(indent) .. header .. "\n"
-      indent_first = help_position
-    end
-    if help ~= nil and pycompat.strip(help) ~= "" then
-      local text = expand_help(action, self.prog)
-      if text ~= "" then
-        local lines = wrap(collapse(text), help_width)
-        if #lines == 0 then
-          lines = { "" }
-        end
-        parts[#parts + 1] = (" "):rep(indent_first) .. lines[1] .. "\n"
-        for i = 2, #lines do
-          parts[#parts + 1] = (" "):rep(help_position) .. lines[i] .. "\n"
-        end
-      end
-    elseif parts[1]:sub(-1) ~= "\n" then
-      parts[#parts + 1] = "\n"
-    end
-    for _, sub in ipairs(action._choices_actions or {}) do
-      parts[#parts + 1] = format_action(sub, indent + 2)
-    end
-    return concat(parts)
-  end
-
-  for _, group in ipairs(self._groups) do
-    local items = {}
-    if group.description ~= nil and group.description ~= SUPPRESS then
-      items[#items + 1] = format_text(group.description, self.prog, width, 2)
-    end
-    for _, action in ipairs(group.actions) do
-      if action.help ~= SUPPRESS then
-        items[#items + 1] = format_action(action, 2)
-      end
-    end
-    local body = concat(items)
-    if body ~= "" then
-      out[#out + 1] = "\n" .. group.title .. ":\n" .. body .. "\n"
-    end
-  end
-  if self.epilog ~= nil and self.epilog ~= SUPPRESS then
-    out[#out + 1] = format_text(self.epilog, self.prog, width, 0)
-  end
-  return finish_help(concat(out))
-end
+-- For agentchat.argparse.format and agentchat.argparse.subparsers.
+M._Parser = Parser
+M._copy_list, M._extend = copy_list, extend
+M._action_name = action_name
 
 return M

@@ -12,14 +12,14 @@ local M = {}
 -- with a `build` function and a `handler` default (handler(args, ctx) ->
 -- exit code). Start-up is most of a command's time, so this matters.
 M.commands = {
-  { "init", "messages", "create a channel" },
-  { "channels", "messages", "list channels with counts and last message" },
-  { "roster", "messages", "show a channel's topic, members and size" },
-  { "post", "messages", "post a message" },
+  { "init", "channels", "create a channel" },
+  { "channels", "channels", "list channels with counts and last message" },
+  { "roster", "channels", "show a channel's topic, members and size" },
+  { "post", "post", "post a message" },
   { "read", "messages", "print unread messages and move the cursor" },
   { "wait", "messages", "block until a relevant message arrives" },
   { "peek", "messages", "show the last messages without touching cursors" },
-  { "claim", "messages", "legacy: claim a task-<id>.md marker by renaming it" },
+  { "claim", "channels", "legacy: claim a task-<id>.md marker by renaming it" },
   { "ack", "receipts", "acknowledge a message addressed to you" },
   { "receipts", "receipts", "show who read and acked a message" },
   { "inbox", "receipts", "print unread messages across channels and move the cursors" },
@@ -85,11 +85,70 @@ function M.build_parser()
                             title = "commands" }
   for _, c in ipairs(M.commands) do
     local name, family = c[1], c[2]
-    sub:parser(name, { help = c[3], build = function(cp)
+    sub:lazy(name, { help = c[3], build = function(cp)
       build_command(family, name, cp)
     end })
   end
   return p
+end
+
+-- The family of command `name`, or nil.
+local function family_of(name)
+  for _, c in ipairs(M.commands) do
+    if c[1] == name then
+      return c[2]
+    end
+  end
+  return nil
+end
+
+--- parser:parse(argv) of the whole grammar (M.build_parser), without
+--- building it for the usual command line: `[--root R | --root=R]...
+--- COMMAND ARGS...`, COMMAND spelled in full and no R starting with '-'.
+--- There Python's top-level parser takes the last --root, hands ARGS to
+--- COMMAND's parser untouched (whatever they hold) and adds what that
+--- returns, so only COMMAND's parser is made (prog "agent-chat COMMAND", as
+--- the whole parser names it; it has no parent). Anything else, and ARGS
+--- the command leaves unrecognized (the top level's error) or holding an
+--- argument starting with "--=" (which the top level finds ambiguous),
+--- goes through the whole parser. cli_spec checks that both agree.
+function M.parse(argv)
+  local i, root = 1, nil
+  while true do
+    local a, v = argv[i], argv[i + 1]
+    if a == "--root" and v and v:sub(1, 1) ~= "-" then
+      root, i = v, i + 2
+    elseif a and a:sub(1, 7) == "--root=" then
+      root, i = a:sub(8), i + 1
+    else
+      break
+    end
+  end
+  local name = argv[i]
+  local family = name and family_of(name)
+  if family then
+    local rest = table.move(argv, i + 1, #argv, 1, {})
+    for _, a in ipairs(rest) do
+      if a:sub(1, 3) == "--=" then
+        family = nil
+      end
+    end
+    if family then
+      local p = argparse.parser{ prog = "agent-chat " .. name }
+      build_command(family, name, p)
+      local args, extras = p:parse_known(rest)
+      if args == nil then
+        return nil, extras
+      elseif #extras == 0 then
+        local out = { root = root, version = false, command = name }
+        for k, v in pairs(args) do
+          out[k] = v
+        end
+        return out
+      end
+    end
+  end
+  return M.build_parser():parse(argv)
 end
 
 --- One stderr line for an argparse error (docs/format.md 2.5: every failure is
@@ -166,6 +225,12 @@ local function find_raw_command(argv)
   return nil
 end
 
+-- Commands that run the user's Lua code, whose finalizers must run when
+-- the state is closed (the host leaves the state of the others to the end
+-- of the process, src/lua_host.c).
+local USER_CODE = { run = true, watch = true, repl = true }
+
+-- The exit code, and the command when it is known.
 local function run_main(argv)
   local ctx = make_ctx()
   local raw, at = find_raw_command(argv)
@@ -183,11 +248,10 @@ local function run_main(argv)
         root = argv[i]:sub(8)
       end
     end
-    return scripting.raw(raw, argv, at, root, ctx)
+    return scripting.raw(raw, argv, at, root, ctx), raw
   end
 
-  local parser = M.build_parser()
-  local args, perr = parser:parse({ table.unpack(argv, 1) })
+  local args, perr = M.parse({ table.unpack(argv, 1) })
   if not args then
     if perr.kind == "help" then
       io.stdout:write(perr.text)
@@ -202,21 +266,23 @@ local function run_main(argv)
   end
   local code = args.handler(args, ctx)
   if not ctx.flush() then
-    return 1
+    return 1, args.command
   end
-  return code or 0
+  return code or 0, args.command
 end
 
---- Entry point used by the host: argv[0] is the program name.
+--- Entry point used by the host: argv[0] is the program name. Returns the
+--- exit code and whether the state may be left unclosed (no user code ran
+--- that a finalizer could belong to).
 function M.main(argv)
-  local ok, code = xpcall(run_main, function(e)
+  local ok, code, command = xpcall(run_main, function(e)
     if errors.is_error(e) or (type(e) == "table" and e.code) then
       return e
     end
     return debug.traceback(tostring(e), 2)
   end, argv)
   if ok then
-    return code
+    return code, not USER_CODE[command]
   end
   if type(code) == "table" then
     -- A domain error raised through the stack (e.g. Ctrl-C in Lua code).

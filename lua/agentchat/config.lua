@@ -97,7 +97,7 @@ end
 
 --- "a, b" lists as the hooks read $AGENT_CHAT_CHANNELS: entries trimmed,
 --- empty ones dropped, order and duplicates kept.
-M.split_list = require("agentchat.pycompat").comma_list
+M.split_list = sys.comma_list
 
 --- The user config's path: $XDG_CONFIG_HOME/agent-chat/config.yaml when
 --- XDG_CONFIG_HOME is absolute (the XDG spec ignores relative ones), else

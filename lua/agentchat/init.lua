@@ -13,8 +13,7 @@
 local store = require "agentchat.store"
 local sys = require "agentchat.sys"
 local errors = require "agentchat.errors"
-local py = require "agentchat.pycompat"
-local kinds = require "agentchat.kinds"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 
 local M = {}
 
@@ -104,6 +103,8 @@ local function check_text(value, what)
   end
   return true
 end
+
+M._check_text = check_text   -- for api/messages.lua
 
 local Root = {}
 Root.__index = Root
@@ -199,131 +200,6 @@ end
 --- Returns {channel, members, topic, created} or nil.
 M.parse_meta = store.parse_meta
 
---- One entry per channel: {name, meta (nil if unreadable), count, last}.
-function Root:channels()
-  local names, msg, code, exit = self._store:channels()
-  if not names then
-    return nil, msg, code, exit
-  end
-  local out = {}
-  for _, name in ipairs(names) do
-    local entry = { name = name, count = 0 }
-    local ch = self:channel(name)
-    if ch then
-      entry.meta = ch:meta()
-      local last = ch:peek(1)
-      if last then
-        entry.count = last.count
-        entry.last = last.messages[1]
-      end
-      ch:close()
-    end
-    out[#out + 1] = entry
-  end
-  return out
-end
-
--- Close the channels (and release the cursor locks) of M._batches entries.
-function M._release(entries)
-  for _, e in ipairs(entries) do
-    if e.lock then
-      e.lock:release()
-      e.lock = nil
-    end
-    if e.ch then
-      e.ch:close()
-      e.ch = nil
-    end
-  end
-end
-
--- What a fetch for `as` gives in each channel of `names` (nil: every
--- channel of the store), cursors untouched: {{channel = name, batch =
--- batch}, ...} in that order, or the first failure. A listed channel that
--- cannot be opened fails; an unlisted one removed since the listing is
--- skipped. opts.kinds filters (see fetch). With opts.hold, every channel
--- stays open (entry.ch) with `as`'s cursor lock held (entry.lock), taken
--- in name order so that two callers over the same channels never wait for
--- each other in a circle; M._release(entries) ends that (on a failure
--- everything is released before returning).
--- Shared by root:unread and root:inbox (api/inbox.lua), hence in M, as a
--- private name.
-function M._batches(root, as, names, opts)
-  opts = opts or {}
-  local listed = names ~= nil
-  local msg, code, exit
-  if not listed then
-    names, msg, code, exit = root._store:channels()
-    if not names then
-      return nil, msg, code, exit
-    end
-  end
-  local out = {}
-  local function failed(m, c, x)
-    M._release(out)
-    return nil, m, c, x
-  end
-  for _, name in ipairs(names) do
-    local ch
-    ch, msg, code, exit = root:channel(name)
-    if ch then
-      out[#out + 1] = { channel = name, ch = ch }
-    elseif listed or code ~= "CHANNEL_NOT_FOUND" then
-      return failed(msg, code, exit)      -- (unlisted: removed since the listing)
-    end
-  end
-  if opts.hold then
-    local order = { table.unpack(out) }
-    table.sort(order, function(x, y)
-      return x.channel < y.channel
-    end)
-    for _, e in ipairs(order) do
-      e.lock, msg, code, exit = e.ch._h:cursor_lock(as)
-      if not e.lock then
-        return failed(msg, code, exit)
-      end
-    end
-  end
-  for _, e in ipairs(out) do
-    e.batch, msg, code, exit = e.ch:fetch{ as = as, kinds = opts.kinds }
-    if not opts.hold then
-      e.ch:close()
-      e.ch = nil
-    end
-    if not e.batch then
-      return failed(msg, code, exit)
-    end
-  end
-  return out
-end
-
---- Unread counts for agent `as`, the summary the host hooks print:
---- {channel=, count=} for each channel with messages for `as` above its
---- cursor (the relevance of `read`), cursors untouched. opts.channels: the
---- names to look at, in that order (default: every channel, sorted); a
---- listed channel that cannot be opened fails. opts.kinds: count only
---- messages of those kinds (see fetch).
-function Root:unread(as, opts)
-  if type(as) ~= "string" then
-    error("unread expects an agent name", 2)
-  end
-  if opts ~= nil and (type(opts) ~= "table" or (opts.channels ~= nil and type(opts.channels) ~= "table")) then
-    error("unread expects {channels = {name, ...}, kinds = {kind, ...}}", 2)
-  end
-  kinds.set(opts and opts.kinds, "unread")
-  local batches, msg, code, exit = M._batches(self, as, opts and opts.channels, { kinds = opts and opts.kinds })
-  if not batches then
-    return nil, msg, code, exit
-  end
-  local out = {}
-  for _, e in ipairs(batches) do
-    if #e.batch.messages > 0 then
-      out[#out + 1] = { channel = e.channel, count = #e.batch.messages }
-    end
-  end
-  return out
-end
-
 --- Release the root's store handle. Channels opened from it stay usable
 --- until they are closed; the root itself raises when used again.
 function Root:close()
@@ -371,125 +247,6 @@ function Channel:roster()
            messages = summary.count }
 end
 
---- The body of a message text: everything after its closing frontmatter
---- fence (the whole text when it has none).
-function M.body_of(text)
-  if text:sub(1, 3) ~= "---" then
-    return text
-  end
-  local first = true
-  local pos = 1
-  while true do
-    local nl = text:find("\n", pos, true)
-    local line = text:sub(pos, (nl or #text + 1) - 1)
-    if not first and sys.strip(line) == "---" then
-      return nl and text:sub(nl + 1) or ""
-    end
-    first = false
-    if not nl then
-      return text
-    end
-    pos = nl + 1
-  end
-end
-
--- A message as the API shows it: the C record plus the common fields.
-local function message(m)
-  local f = m.fields
-  m.file = m.name
-  m.from = f.from
-  m.to = f.to
-  m.title = f.title
-  m.status = f.status
-  m.ts = f.ts
-  m.reply_to = f.reply_to
-  m.type = f.type              -- typed messages (docs/protocols.md)
-  m.request_id = f.request_id
-  m.role = f.role
-  return m
-end
-
-local function batch_of(inbox, agent, before)
-  for _, m in ipairs(inbox.messages) do
-    message(m)
-  end
-  return {
-    agent = agent,
-    messages = inbox.messages,
-    skipped = inbox.skipped,
-    count = inbox.count,
-    cursor_before = before,
-    cursor = inbox.max_seq,     -- where a commit moves the cursor
-  }
-end
-
--- An explicit `ts` (imports keep the original time, docs/import.md): an
--- ISO-8601 time with a UTC offset, on one line, as readers parse it back.
-local function check_ts(ts)
-  if type(ts) ~= "string" then
-    error("post: ts must be a string", 3)
-  end
-  if ts:find("%c") or sys.strip(ts) ~= ts or sys.iso_has_offset(ts) ~= true then
-    return fail("MESSAGE_INVALID_FIELD", "ts must be an ISO-8601 time with a UTC offset: " .. py.repr_str(ts))
-  end
-  return true
-end
-
---- Post a message. t = {from, title, body, to="all", reply=0, status="discussion",
---- type=, request_id=, role=, fields={key=value}, ts=} (type, request_id, role and
---- fields are extra frontmatter after title, docs/protocols.md; ts replaces the
---- current time, docs/import.md). Returns {seq, file, channel}.
-function Channel:post(t)
-  if type(t) ~= "table" then
-    error("post expects a table", 2)
-  end
-  local fields = { "from", "title", "body" }
-  for _, k in ipairs(fields) do
-    if t[k] == nil then
-      error("post: field '" .. k .. "' is required", 2)
-    end
-  end
-  for _, k in ipairs({ "from", "title", "body", "to", "status" }) do
-    if t[k] ~= nil then
-      local ok, msg, code = check_text(t[k], k)
-      if not ok then
-        return nil, msg, code
-      end
-    end
-  end
-  local reply = t.reply or t.reply_to or 0
-  if math.type(reply) ~= "integer" and not (type(reply) == "string" and reply:match("^%-?%d+$")) then
-    error("post: reply must be an integer (or its decimal text)", 2)
-  end
-  local to = t.to
-  if to == nil or to == "" then
-    to = "all"
-  end
-  if t.ts ~= nil then
-    local ok, msg, code, exit = check_ts(t.ts)
-    if not ok then
-      return nil, msg, code, exit
-    end
-  end
-  local extra
-  if t.type ~= nil or t.request_id ~= nil or t.role ~= nil or t.fields ~= nil then
-    local msg, code, exit
-    extra, msg, code, exit = require("agentchat.protocols").extra_fields(t)
-    if not extra then
-      return nil, msg, code, exit
-    end
-  end
-  local seq, file, code, exit = self._h:post{
-    from = t.from, to = to, title = t.title, status = t.status or "discussion",
-    body = t.body, reply_to = reply, extra = extra, ts = t.ts,
-  }
-  if not seq then
-    return nil, file, code, exit
-  end
-  -- A third value is a warning: visible, but not known to be durable.
-  return { seq = seq, file = file, channel = self.name, warning = code }
-end
-
 --- The agent's cursor.
 function Channel:cursor(agent)
   return self._h:cursor(agent)
@@ -501,239 +258,6 @@ function Channel:set_cursor(agent, value)
   return self._h:set_cursor(agent, value)
 end
 
---- Move the agent's cursor up to `value`; a cursor already past it stays.
---- Takes the agent's cursor lock for the write.
-function Channel:advance_cursor(agent, value)
-  if type(agent) ~= "string" or math.type(value) ~= "integer" then
-    error("advance_cursor expects (agent, seq)", 2)
-  end
-  local lock <close>, msg, code, exit = self._h:cursor_lock(agent)
-  if not lock then
-    return nil, msg, code, exit
-  end
-  return self._h:advance_cursor(agent, value)
-end
-
--- opts.after: an explicit seq to look above instead of the cursor.
-local function after_of(self, opts)
-  if opts.after ~= nil then
-    if math.type(opts.after) ~= "integer" then
-      error("after must be an integer seq", 3)
-    end
-    return opts.after
-  end
-  return self._h:cursor(opts.as)
-end
-
-local function positive(v, what, name)
-  if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
-    error(what .. ": " .. name .. " must be a positive integer", 4)
-  end
-end
-
--- Check the options every reading call shares; misuse raises.
-local function check_read_opts(opts, what)
-  if type(opts) ~= "table" or type(opts.as) ~= "string" then
-    error(what .. " expects {as = name}", 3)
-  end
-  positive(opts.max_messages, what, "max_messages")
-  positive(opts.max_bytes, what, "max_bytes")
-  if opts.show ~= nil and type(opts.show) ~= "function" then
-    error(what .. ": show must be a function", 3)
-  end
-  return kinds.set(opts.kinds, what)
-end
-
--- Apply opts.kinds and the budgets to a batch: keep the messages of those
--- kinds, then the first ones that fit; when some are held back the cursor
--- stops just below the first of them (never below where it was).
-local function trim(batch, opts, set)
-  local msgs = kinds.keep(batch.messages, set)
-  local n = #msgs
-  if opts.max_messages or opts.max_bytes then
-    n = kinds.budget(msgs, opts.max_messages, opts.max_bytes, opts.size or kinds.shown_bytes)
-  end
-  batch.remaining = #msgs - n
-  if n < #msgs then
-    batch.next = msgs[n + 1]
-    batch.cursor = math.max(batch.cursor_before, msgs[n + 1].seq - 1)
-    for i = #msgs, n + 1, -1 do
-      msgs[i] = nil
-    end
-  end
-  batch.messages = msgs
-  return batch
-end
-
---- Unread messages for opts.as without moving the cursor.
---- opts.all: everything from seq 1 (above opts.after when it is given),
---- own messages and others' included.
---- opts.after: look above this seq instead of the cursor.
---- opts.kinds: only these kinds ({"message", "event", "audit"}, see
---- agentchat.kinds); the others are skipped like messages for others.
---- opts.max_messages, opts.max_bytes: at most that many messages / bytes as
---- read prints them (opts.size(m) to count otherwise); batch.remaining
---- says how many were held back, and batch.cursor stops before them.
-function Channel:fetch(opts)
-  local set = check_read_opts(opts, "fetch")
-  local before = after_of(self, opts)
-  local from = before
-  if opts.all and opts.after == nil then
-    from = 0
-  end
-  local inbox, msg, code, exit = self._h:fetch{
-    as = opts.as, after = from, all = opts.all and true or false,
-  }
-  if not inbox then
-    return nil, msg, code, exit
-  end
-  return trim(batch_of(inbox, opts.as, before), opts, set)
-end
-
---- Move the cursor as a read of `batch` does: to batch.cursor (the highest
---- seq of all message files seen in the scan that produced it, or just
---- below what a budget held back), unless another reader moved it further
---- meanwhile: a commit never moves a cursor back past someone else's read.
-function Channel:commit(batch)
-  if type(batch) ~= "table" or type(batch.agent) ~= "string" then
-    error("commit expects a batch from fetch", 2)
-  end
-  local lock <close>, msg, code, exit = self._h:cursor_lock(batch.agent)
-  if not lock then
-    return nil, msg, code, exit
-  end
-  return self._h:advance_cursor(batch.agent, batch.cursor, batch.cursor_before)
-end
-
--- The end of a read or a wait, holding the agent's cursor lock: show the
--- batch (opts.show may return false: output failed, the cursor stays),
--- then move the cursor unless `peek`.
-local function deliver(self, batch, opts, peek)
-  if opts.show and opts.show(batch) == false then
-    return batch
-  end
-  if not peek then
-    local ok, msg, code, exit = self._h:advance_cursor(batch.agent, batch.cursor, batch.cursor_before)
-    if not ok then
-      return nil, msg, code, exit
-    end
-  end
-  return batch
-end
-
--- The agent's cursor lock, or false (nothing to hold) for a peek.
-local function lock_unless(self, agent, peek)
-  if peek then
-    return false
-  end
-  return self._h:cursor_lock(agent)
-end
-
---- read: fetch and move the cursor unless opts.peek (or opts.after). Other
---- processes reading as the same agent wait for it (the cursor lock), so
---- no message is delivered twice. opts as for fetch, plus opts.show(batch):
---- called before the cursor moves, with the lock held (the CLI prints
---- there); returning false leaves the cursor where it was.
-function Channel:read(opts)
-  check_read_opts(opts, "read")
-  local peek = opts.peek or opts.after ~= nil
-  local lock <close>, msg, code, exit = lock_unless(self, opts.as, peek)
-  if lock == nil then
-    return nil, msg, code, exit
-  end
-  local batch
-  batch, msg, code, exit = self:fetch(opts)
-  if not batch then
-    return nil, msg, code, exit
-  end
-  return deliver(self, batch, opts, peek)
-end
-
---- Block until relevant messages arrive (opts.timeout seconds, default 900;
---- opts.interval, default 5). Returns a batch like fetch, committed unless
---- opts.peek (or opts.after: wait above that seq, cursor untouched); or nil,
---- "timed out", "ETIMEDOUT" / nil, "cancelled by user", "INTERRUPTED".
---- opts.kinds: wait for messages of those kinds only (the others are
---- skipped). opts.show as for read. Several processes waiting as one agent
---- each get different messages: the one that takes the cursor lock first
---- delivers, the others go on waiting.
-function Channel:wait(opts)
-  local set = check_read_opts(opts, "wait")
-  local peek = opts.peek or opts.after ~= nil
-  local deadline = sys.monotonic() + (opts.timeout or 900.0)
-  local base = after_of(self, opts)      -- the cursor the wait started from
-  local floor = base                     -- wait for relevant messages above this
-  while true do
-    local inbox, msg, code, exit = self._h:wait{
-      as = opts.as, after = floor, timeout = math.max(0, deadline - sys.monotonic()),
-      interval = opts.interval or 5.0,
-    }
-    if not inbox then
-      return nil, msg, code, exit
-    end
-    local lock <close>, lmsg, lcode, lexit = lock_unless(self, opts.as, peek)
-    if lock == nil then
-      return nil, lmsg, lcode, lexit
-    end
-    local batch
-    local now = peek and base or self._h:cursor(opts.as)
-    if peek or (now == base and floor == base) then
-      batch = trim(batch_of(inbox, opts.as, base), opts, set)
-    else
-      -- Another reader moved the cursor (or only other kinds arrived):
-      -- look again above the cursor, under the lock.
-      batch, msg, code, exit = self:fetch{ as = opts.as, kinds = opts.kinds, max_messages = opts.max_messages,
-                                           max_bytes = opts.max_bytes, size = opts.size }
-      if not batch then
-        return nil, msg, code, exit
-      end
-    end
-    if #batch.messages > 0 then
-      return deliver(self, batch, opts, peek)
-    end
-    base = now
-    floor = math.max(now, inbox.max_seq, batch.cursor, floor)
-  end
-end
-
---- The last n messages in seq order, any recipient; cursors untouched.
---- Returns a batch ({messages, count}). opts.kinds: the last n messages of
---- those kinds (count stays the number of message files).
-function Channel:peek(n, opts)
-  n = n or 3
-  if math.type(n) ~= "integer" then
-    error("peek expects an integer", 2)
-  end
-  local set = kinds.set(opts and opts.kinds, "peek")
-  local want = n
-  while true do
-    local inbox, msg, code, exit = self._h:last(want)
-    if not inbox then
-      return nil, msg, code, exit
-    end
-    local batch = batch_of(inbox, nil, nil)
-    if not set then
-      return batch
-    end
-    local kept = kinds.keep(batch.messages, set)
-    -- Not enough of those kinds among the last `want`: look further back.
-    if #kept >= n or want >= batch.count or n <= 0 then
-      batch.messages = { table.unpack(kept, math.max(1, #kept - n + 1)) }
-      return batch
-    end
-    want = want < math.maxinteger // 4 and want * 4 or math.maxinteger
-  end
-end
-
---- Legacy marker claim: rename task-<id>.md to task-<id>.CLAIMED-<slug>.md.
---- (ch:claim(id, ...) is the task board's lease claim, agentchat.api.tasks.)
-function Channel:claim_marker(marker, opts)
-  if type(marker) ~= "string" or type(opts) ~= "table" or type(opts.as) ~= "string" then
-    error("claim_marker expects (marker, {as = name})", 2)
-  end
-  return self._h:claim_marker(marker, opts.as)
-end
-
 --- The raw "agentchat.channel" handle (for the C bindings of other families).
 function Channel:handle()
   return self._h
@@ -742,16 +266,61 @@ end
 M.Root = Root
 M.Channel = Channel
 
--- Each family adds its methods to Channel (one file per family).
-require("agentchat.api.tasks").install(Channel, M)
-require("agentchat.api.locks").install(Channel, M)
-require("agentchat.api.events").install(Channel, M)
-require("agentchat.api.state").install(Channel, M)
-require("agentchat.api.protocols").install(Channel, M)
-require("agentchat.api.receipts").install(Channel, M)
-require("agentchat.api.inbox").install(Channel, M)
-require("agentchat.api.fsck").install(Root)
-require("agentchat.api.import").install(Channel, M)
+-- ---------------------------------------------------------------- families
+
+-- Each family (api/<name>.lua) defines methods of Channel and Root, and a
+-- few functions of M, in its install(Channel, M) (Root methods on M.Root).
+-- A family is loaded the first time one of its names is called: until then
+-- each name holds a forwarder, which stays (so that a wrapper set on these
+-- tables later keeps working), and a command loads only the families it
+-- uses; every name is there all along for pairs(), the REPL and the docs.
+-- api_spec checks these lists against what each install defines.
+M._families = {
+  post = { Channel = { "post" } },
+  messages = { Channel = { "advance_cursor", "fetch", "commit", "read", "wait", "peek", "claim_marker" },
+               Root = { "channels", "unread" },
+               M = { "body_of", "_release", "_batches" } },
+  tasks = { Channel = { "tasks", "task", "task_create", "task_update", "claim", "renew",
+                        "release", "done", "block", "recover", "recover_pending_lease" } },
+  locks = { Channel = { "lock", "check", "unlock", "recover_lock", "recover_pending_locks",
+                        "locks", "normalize_lock_path" },
+            M = { "path_overlaps", "lock_channel" } },
+  events = { Channel = { "event_post", "events" } },
+  state = { Channel = { "state", "render_state", "compact" } },
+  protocols = { Channel = { "request", "await_response", "await_responses", "respond", "team" } },
+  receipts = { Channel = { "addressees", "ack", "receipts", "wait_receipts" },
+               M = { "recipients", "check_agent" } },
+  inbox = { Root = { "inbox", "commit_inbox" } },
+  fsck = { Root = { "fsck" } },
+  import = { Channel = { "import_team", "import_bus", "import_claude_team" } },
+}
+
+--- The definitions of a family: {Channel = {...}, Root = {...}, M = {...}},
+--- its install run against these tables (M's other fields read through).
+function M._family(name)
+  local fam = M._families[name]
+  local defs = fam.defs
+  if not defs then
+    defs = { Channel = {}, Root = {}, M = {} }
+    local m = setmetatable({ Root = defs.Root, Channel = defs.Channel },
+                           { __index = M, __newindex = defs.M })
+    require("agentchat.api." .. name).install(defs.Channel, m)
+    fam.defs = defs
+  end
+  return defs
+end
+
+for name, fam in pairs(M._families) do
+  for where, names in pairs(fam) do
+    local t = where == "M" and M or where == "Root" and Root or Channel
+    for _, key in ipairs(names) do
+      t[key] = function(...)
+        return M._family(name)[where][key](...)
+      end
+    end
+  end
+end
+
 M.errors = errors
 M.pycompat = py
 M.version = "0.1.0"

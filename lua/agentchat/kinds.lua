@@ -11,6 +11,9 @@
 --                               -- how many of them fit (a prefix)
 --   kinds.shown_text(m)         -- a message's text as `read` prints it
 --   kinds.shown_bytes(m)        -- the bytes `read` prints for a message
+--   kinds.PRINTED               -- how `read` frames each message: {before,
+--                               -- after, unreadable(name, why)}
+--   kinds.print(messages)       -- what `read` prints for these messages
 --
 -- The kind comes from the frontmatter `status`, the field every tool
 -- writes: events are `event.<type>`, audit messages (the record of every
@@ -24,22 +27,14 @@ local M = {}
 
 M.KINDS = { "message", "event", "audit" }
 
-local PREFIXES = {
-  { "event.", "event" },
-  { "task.", "audit" }, { "lease.", "audit" }, { "path.", "audit" }, { "state.", "audit" },
-  { "watch.", "audit" },
-}
+-- By the status's first word and its dot.
+local PREFIXES = { ["event."] = "event", ["task."] = "audit", ["lease."] = "audit", ["path."] = "audit",
+                   ["state."] = "audit", ["watch."] = "audit" }
 
 --- The kind of a message with this status (nil or a string).
 function M.of_status(status)
-  if type(status) == "string" then
-    for _, p in ipairs(PREFIXES) do
-      if status:sub(1, #p[1]) == p[1] then
-        return p[2]
-      end
-    end
-  end
-  return "message"
+  local head = type(status) == "string" and status:match("^[^.]*%.")
+  return head and PREFIXES[head] or "message"
 end
 
 --- The kind of a message (an API message table, or a C record with fields).
@@ -90,21 +85,43 @@ function M.keep(messages, set)
   return out
 end
 
---- The text of a message as read, wait, peek and inbox print it
---- (right-stripped), or, for a file that is not UTF-8, the one-line notice
---- the Python tool prints in its place (its decode error names the first
---- bad bytes).
-function M.shown_text(m)
-  if m.decode_error then
-    return "(could not read message " .. m.name .. ": " .. m.decode_error .. ")"
-  end
-  return sys.rstrip(m.text)
+-- The one-line notice the Python tool prints in place of a file that is
+-- not UTF-8 (its decode error names the first bad bytes).
+local function unreadable(name, why)
+  return "(could not read message " .. name .. ": " .. why .. ")"
 end
 
---- The bytes `read` prints for a message: the rule line, its text as
---- shown and a blank line (what --max-bytes counts).
+--- The text of a message as read, wait, peek and inbox print it
+--- (right-stripped), or the notice for a file that is not UTF-8.
+function M.shown_text(m)
+  if m.decode_error then
+    return unreadable(m.name, m.decode_error)
+  end
+  return m.shown or sys.rstrip(m.text)     -- m.shown: a message fetched with `shown`
+end
+
+--- How read, wait and peek frame each message: a rule line before its
+--- text as shown, a blank line after (the fetch option `printed`, which
+--- the C binding repeats for every message).
+M.RULE = string.rep("=", 70)
+M.PRINTED = { before = M.RULE .. "\n", after = "\n\n", unreadable = unreadable }
+
+--- The bytes `read` prints for a message (what --max-bytes counts).
 function M.shown_bytes(m)
-  return 71 + #M.shown_text(m) + 2
+  return #M.PRINTED.before + #M.shown_text(m) + #M.PRINTED.after
+end
+
+--- What read prints for `messages`, framed as PRINTED says.
+function M.print(messages)
+  local texts = {}
+  for i, m in ipairs(messages) do
+    texts[i] = M.shown_text(m)
+  end
+  if #texts == 0 then
+    return ""
+  end
+  local p = M.PRINTED
+  return p.before .. table.concat(texts, p.after .. p.before) .. p.after
 end
 
 --- How many of `messages`, from the first, fit both budgets (nil: no

@@ -259,6 +259,18 @@ end
 
 --- str.strip() with Python's whitespace set.
 function M.strip(s)
+  local a, z = byte(s, 1), byte(s, -1)
+  if a and a > 32 and a < 127 and z > 32 and z < 127 then
+    return s          -- printable ASCII at both ends: nothing to strip
+  elseif not s:find("[\128-\255]") then
+    -- ASCII: the whitespace is \t \n \v \f \r, \x1c-\x1f and ' '
+    -- (both ends found in linear time, whatever the spaces inside).
+    local first = s:find("[^\t-\r\28- ]")
+    if not first then
+      return ""
+    end
+    return s:sub(first, s:match("^.*[^\t-\r\28- ]()") - 1)
+  end
   local first, last = strip_bounds(s)
   return first and s:sub(first, last) or ""
 end
@@ -266,16 +278,7 @@ end
 --- str.lstrip().
 --- Python: [m.strip() for m in s.split(",") if m.strip()] -- the comma
 --- lists of flags and environment variables (order and duplicates kept).
-function M.comma_list(s)
-  local out = {}
-  for item in ((s or "") .. ","):gmatch("([^,]*),") do
-    item = M.strip(item)
-    if item ~= "" then
-      out[#out + 1] = item
-    end
-  end
-  return out
-end
+M.comma_list = require("agentchat.sys").comma_list
 
 function M.lstrip(s)
   local first = strip_bounds(s)

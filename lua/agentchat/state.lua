@@ -50,60 +50,11 @@ end
 
 -- ------------------------------------------------------------ messages
 
--- Does a Python \w match the code point at s[i]? ASCII letters, digits
--- and "_", and (approximately) every non-ASCII letter or digit: Latin-1
--- and general punctuation, symbols, arrows and emoji are not word
--- characters.
-local function word_at(s, i)
-  local c = s:byte(i)
-  if not c then
-    return false
-  end
-  if c < 0x80 then
-    return s:sub(i, i):match("[%w_]") ~= nil
-  end
-  local cp = utf8.codepoint(s, i, i, true) or 0
-  if cp < 0xC0 then
-    return cp == 0xAA or cp == 0xB5 or cp == 0xBA or cp == 0xB2 or cp == 0xB3 or cp == 0xB9
-  end
-  if cp == 0xD7 or cp == 0xF7 or py.is_space(cp) then
-    return false
-  end
-  return not ((cp >= 0x2000 and cp <= 0x2BFF) or (cp >= 0x3000 and cp <= 0x303F) or
-    (cp >= 0xFE30 and cp <= 0xFE4F) or (cp >= 0x1F000 and cp <= 0x1FAFF))
-end
-
 -- Python's re.search(r"^#+\s*(WORD|...)\b", body, IGNORECASE | MULTILINE):
 -- at the start of a line, one or more "#", any whitespace (line breaks
--- too), one of the words in any case, then no word character.
-local function heading_has(body, words)
-  local pos = 1
-  while pos <= #body do
-    local hashes = body:match("^#+", pos)
-    if hashes then
-      local i = pos + #hashes
-      -- \s*: Unicode whitespace, newlines included
-      while i <= #body do
-        local cp = utf8.codepoint(body, i, i, true)
-        if not cp or not py.is_space(cp) then
-          break
-        end
-        i = i + #utf8.char(cp)
-      end
-      for _, w in ipairs(words) do
-        if body:sub(i, i + #w - 1):lower() == w and not word_at(body, i + #w) then
-          return true
-        end
-      end
-    end
-    local nl = body:find("\n", pos, true)
-    if not nl then
-      break
-    end
-    pos = nl + 1
-  end
-  return false
-end
+-- too), one of the words in any case, then no word character (in C: state
+-- looks at every message).
+local heading_has = sys.heading_has
 
 -- The title without a leading "<word>:" (any case) and the whitespace
 -- after it, stripped; the title itself when nothing is left.
@@ -121,8 +72,9 @@ local function shown_title(title, words)
 end
 
 local function starts(low, prefixes)
+  local find = string.find
   for _, p in ipairs(prefixes) do
-    if low:sub(1, #p) == p then
+    if find(low, p, 1, true) == 1 then
       return true
     end
   end

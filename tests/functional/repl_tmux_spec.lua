@@ -121,6 +121,17 @@ describe("agent-chat repl in a terminal (tmux)", function()
   local function stop_server()
     if sock then
       tmux("kill-server")
+      -- kill-server returns before the server is gone, and a client that
+      -- connects meanwhile fails ("server exited unexpectedly"): wait
+      -- until nothing answers on the socket.
+      local deadline = sys.monotonic() + TIMEOUT
+      while sys.monotonic() < deadline do
+        local _, out = tmux("list-sessions")
+        if out:find("no server running", 1, true) or out:find("error connecting", 1, true) then
+          break
+        end
+        sys.sleep(0.02)
+      end
     end
   end
 

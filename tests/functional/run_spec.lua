@@ -30,6 +30,31 @@ for i = 1, #arg do print(i, arg[i]) end
     assert.equal(s .. "\n3\n1\ta\n2\tb c\n3\t\n", r.stdout)
   end)
 
+  it("runs the script's finalizers when it ends (its state is closed)", function()
+    -- The CLI's own commands leave their state to the end of the process
+    -- (src/lua_host.c); a script's __gc must still run, as under lua5.4.
+    local s = script("gc.lua", [[
+_G.keep = setmetatable({}, { __gc = function() io.stdout:write("finalized\n") end })
+print("ran")
+]])
+    local r = F.run({ "run", s })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("ran\nfinalized\n", r.stdout)
+  end)
+
+  it("gives the script Lua's warnings: off until warn('@on'), then on stderr", function()
+    local s = script("warn.lua", [[
+warn("hidden")
+warn("@on")
+warn("shown ", "in parts")
+warn("@off")
+warn("hidden again")
+]])
+    local r = F.run({ "run", s })
+    assert.equal(0, r.code, F.describe(r))
+    assert.equal("Lua warning: shown in parts\n", r.stderr)
+  end)
+
   it("passes the arguments as ... too", function()
     local s = script("dots.lua", [[
 print(select("#", ...))

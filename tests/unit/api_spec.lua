@@ -217,6 +217,81 @@ describe("agentchat messages", function()
   end)
 end)
 
+describe("agentchat messages as read shows them (shown, printed)", function()
+  local kinds = require "agentchat.kinds"
+  local ch
+
+  -- A channel with messages for bob, one for carol, an event, and a file
+  -- that is not UTF-8.
+  before_each(function()
+    ch = assert(fresh_root():init("s"))
+    assert(ch:post{ from = "alice", to = "bob", title = "one", body = "first  \n\n" })
+    assert(ch:post{ from = "alice", to = "carol", title = "two", body = "not for bob" })
+    assert(ch:post{ from = "alice", title = "three", body = "x", status = "event.note" })
+    H.write(ch.root.path .. "/s/0004-alice-bad.md", "---\nseq: 4\nfrom: alice\nto: all\n---\nbad \xff byte\n")
+    assert(ch:post{ from = "alice", title = "five", body = "last" })
+  end)
+
+  local function whole(opts)
+    opts.as = "bob"
+    return assert(ch:fetch(opts))
+  end
+
+  it("shown: {seq, status, shown} per message, or the name and decode error", function()
+    local w, s = whole({}), whole({ shown = true })
+    assert.equal(#w.messages, #s.messages)
+    for i, m in ipairs(s.messages) do
+      assert.equal(w.messages[i].seq, m.seq)
+      assert.equal(w.messages[i].status, m.status)
+      assert.equal(kinds.shown_text(w.messages[i]), kinds.shown_text(m))
+      assert.equal(kinds.shown_bytes(w.messages[i]), kinds.shown_bytes(m))
+      assert.is_nil(m.fields)
+    end
+    assert.equal("0004-alice-bad.md", s.messages[3].name)
+    assert.truthy(s.messages[3].decode_error)
+    assert.equal(w.cursor, s.cursor)
+  end)
+
+  it("printed: what read prints, with n, the same whichever way it is made", function()
+    local w = whole({})
+    local p = whole({ printed = true })
+    assert.same({}, p.messages)
+    assert.equal(#w.messages, p.n)
+    assert.equal(kinds.print(w.messages), p.printed)
+    assert.truthy(p.printed:find("\n(could not read message 0004-alice-bad.md: ", 1, true))
+    assert.equal(w.cursor, p.cursor)
+    assert.equal(0, p.remaining)
+    -- kinds and budgets look at each message (the Lua side prints then)
+    local k = whole({ printed = true, kinds = { "message" } })
+    assert.equal(kinds.print(whole({ kinds = { "message" } }).messages), k.printed)
+    local b = whole({ printed = true, max_messages = 2 })
+    local wb = whole({ max_messages = 2 })
+    assert.equal(2, b.n)
+    assert.equal(kinds.print(wb.messages), b.printed)
+    assert.equal(wb.remaining, b.remaining)
+    assert.equal(wb.next.seq, b.next.seq)
+    assert.equal(wb.cursor, b.cursor)
+  end)
+
+  it("printed and shown for peek, read and wait too", function()
+    local w = assert(ch:peek(3))
+    local p = assert(ch:peek(3, { printed = true }))
+    assert.equal(3, p.n)
+    assert.equal(kinds.print(w.messages), p.printed)
+    assert.equal(kinds.print(assert(ch:peek(2, { kinds = { "event" } })).messages),
+      assert(ch:peek(2, { kinds = { "event" }, printed = true })).printed)
+    local shown
+    local r = assert(ch:read{ as = "bob", printed = true, show = function(b) shown = b.printed end })
+    assert.equal(shown, r.printed)
+    assert.equal(kinds.print(whole({ after = 0 }).messages), r.printed)
+    assert(ch:post{ from = "alice", to = "bob", title = "six", body = "waited for" })
+    local wt = assert(ch:wait{ as = "bob", printed = true, timeout = 5 })
+    assert.equal(1, wt.n)
+    assert.equal(kinds.PRINTED.before .. assert(ch:peek(1)).messages[1].text:gsub("%s+$", "")
+      .. kinds.PRINTED.after, wt.printed)
+  end)
+end)
+
 describe("agentchat.store and agentchat.sys", function()
   it("checks names with the compatible messages", function()
     assert.is_true(store.check_name("my chat"))
@@ -250,5 +325,47 @@ describe("agentchat.store and agentchat.sys", function()
     ch:close()
     ch:close()
     assert.has_error(function() ch:cursor("x") end)
+  end)
+end)
+
+describe("agentchat method families", function()
+  -- init.lua lists each family's names (M._families) and puts a forwarder
+  -- under each until the family loads; a name missing from the list would
+  -- be absent until some other method loaded its family.
+  it("list exactly the names each family's install defines", function()
+    for name, fam in pairs(ac._families) do
+      local defs = { Channel = {}, Root = {}, M = {} }
+      local m = setmetatable({ Root = defs.Root, Channel = defs.Channel },
+                             { __index = ac, __newindex = defs.M })
+      require("agentchat.api." .. name).install(defs.Channel, m)
+      for _, where in ipairs({ "Channel", "Root", "M" }) do
+        local defined, listed = {}, {}
+        for k, v in pairs(defs[where]) do
+          assert.equal("function", type(v), name .. ": " .. where .. "." .. k)
+          defined[#defined + 1] = k
+        end
+        for _, k in ipairs(fam[where] or {}) do
+          listed[#listed + 1] = k
+        end
+        table.sort(defined)
+        table.sort(listed)
+        assert.same(defined, listed, name .. ": " .. where)
+      end
+    end
+  end)
+
+  it("load a family when one of its methods is first called, and forward to it", function()
+    -- A fresh state: the families of this process may be loaded already.
+    local code = [[
+      local ac = require "agentchat"
+      local before = package.loaded["agentchat.api.locks"] ~= nil
+      local ok = ac.path_overlaps("a/b", "a/b/c")
+      print(before, ok, package.loaded["agentchat.api.locks"] ~= nil,
+            package.loaded["agentchat.api.tasks"] ~= nil)
+    ]]
+    local path = H.tmpdir() .. "/fam.lua"
+    H.write(path, code)
+    local out = H.run({ "run", path }).stdout
+    assert.equal("false\ttrue\ttrue\tfalse\n", out)
   end)
 end)

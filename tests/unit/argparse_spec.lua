@@ -966,6 +966,61 @@ options:
     end)
   end)
 
+  describe("lazily declared subcommands (sub:lazy, an extension)", function()
+    -- The same grammar declared eagerly and lazily (mixed, in one order)
+    -- parses and prints alike; a lazy command's parser is made, and its
+    -- build run, only when a command line names it.
+    local built
+    local function grammar(lazy)
+      built = {}
+      local p = M.parser{ prog = "lz", columns = 80 }
+      local s = p:subparsers{ dest = "cmd", metavar = "CMD", required = true, title = "commands" }
+      for _, name in ipairs({ "aa", "bb", "cc" }) do
+        local opts = { help = "the " .. name .. " command", build = function(q)
+          built[#built + 1] = name
+          q:positional{ "x", type = "int" }
+          q:option{ "--flag", action = "store_true" }
+        end }
+        if lazy and name ~= "bb" then
+          s:lazy(name, opts)
+        else
+          s:parser(name, opts)
+        end
+      end
+      return p
+    end
+
+    it("parses and prints as eager subcommands do", function()
+      for _, argv in ipairs({ { "aa", "1" }, { "cc", "2", "--fl" }, { "dd" }, {}, { "-h" }, { "aa", "-h" },
+                              { "bb", "x" }, { "cc" } }) do
+        local want, werr = grammar(false):parse(argv)
+        local got, gerr = grammar(true):parse(argv)
+        if want then
+          assert.same(want, got, show(argv))
+        else
+          assert.equal(werr.text, gerr.text, show(argv))
+          assert.equal(werr.message, gerr.message, show(argv))
+          assert.equal(werr.prog, gerr.prog, show(argv))
+        end
+      end
+    end)
+
+    it("builds only the command the line names", function()
+      assert.same({ cmd = "cc", x = 3, flag = false }, grammar(true):parse{ "cc", "3" })
+      assert.same({ "cc" }, built)
+      grammar(true):parse{ "-h" }
+      assert.same({}, built)
+    end)
+
+    it("refuses a name declared twice and aliases", function()
+      local s = M.parser{ prog = "m" }:subparsers{}
+      s:lazy("a", {})
+      assert.has_error(function() s:lazy("a", {}) end)
+      assert.has_error(function() s:parser("a") end)
+      assert.has_error(function() s:lazy("b", { aliases = { "c" } }) end)
+    end)
+  end)
+
   describe("abbrev = false (an extension)", function()
     -- post as the Python tool has it, plus options it lacks: they must not
     -- change what an abbreviation meant, nor the ambiguity messages.

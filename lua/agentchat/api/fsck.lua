@@ -10,8 +10,9 @@
 --   report.counts     -- {corrupt=, pending=, repairable=, busy=} of findings
 local A = {}
 
---- Install root:fsck into the Root metatable.
-function A.install(Root)
+--- Install root:fsck into the Root metatable (M.Root).
+function A.install(_, M)
+  local Root = M.Root
   --- Check the channels of opts.channels (default: every channel of the
   --- root, sorted); opts.repair fixes the repairable findings.
   function Root:fsck(opts)

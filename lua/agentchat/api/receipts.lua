@@ -13,7 +13,7 @@
 -- Nothing shared is rewritten: "read" is derived from the readers' cursors,
 -- an ack is one file per (message, agent) written once by that agent.
 local errors = require "agentchat.errors"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 local sys = require "agentchat.sys"
 
 local A = {}
@@ -32,7 +32,7 @@ local function recipients(to)
   if to == "" or to == "all" or to == "[]" or to == "*" then
     return nil
   end
-  local names = py.comma_list((to:gsub("^[%[%]]+", ""):gsub("[%[%]]+$", "")))
+  local names = sys.comma_list((to:gsub("^[%[%]]+", ""):gsub("[%[%]]+$", "")))
   return #names > 0 and names or nil
 end
 

@@ -11,7 +11,7 @@
 -- the command to run when another one reports it.
 local config = require "agentchat.config"
 local json = require "agentchat.json"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 
 local M = {}
 

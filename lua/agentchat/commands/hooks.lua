@@ -40,7 +40,7 @@ end
 --- have no channel are dropped. Returns a list of open channels.
 --- env.channels (a list, from the config) stands for AGENT_CHAT_CHANNELS.
 function M.channels(root, env)
-  local names = env.channels or require("agentchat.pycompat").comma_list(env.AGENT_CHAT_CHANNELS)
+  local names = env.channels or sys.comma_list(env.AGENT_CHAT_CHANNELS)
   if #names == 0 then
     names = root:channel_names() or {}
   end
@@ -62,9 +62,10 @@ function M.unread_items(channels, name, kinds)
     kinds = nil
   end
   for _, ch in ipairs(channels) do
-    local ok, batch = pcall(ch.fetch, ch, { as = name, kinds = kinds })
-    if ok and batch and #batch.messages > 0 then
-      items[#items + 1] = "#" .. ch.name .. " (" .. #batch.messages .. ")"
+    -- printed: the count without a record per message
+    local ok, batch = pcall(ch.fetch, ch, { as = name, kinds = kinds, printed = true })
+    if ok and batch and batch.n > 0 then
+      items[#items + 1] = "#" .. ch.name .. " (" .. batch.n .. ")"
       names[#names + 1] = ch.name
     end
   end

@@ -1,30 +1,15 @@
--- agentchat.commands.messages: init, channels, roster, post, read, wait,
--- peek and the legacy marker claim (docs/format.md 2.1), byte-compatible with the
--- Python tool's output.
-local ac = require "agentchat"
+-- agentchat.commands.messages: read, wait and peek (docs/format.md 2.1),
+-- byte-compatible with the Python tool's output. (post is
+-- agentchat.commands.post; init, channels, roster and the legacy marker
+-- claim are agentchat.commands.channels.)
 local open = require "agentchat.commands.open"
-local py = require "agentchat.pycompat"
-local store = require "agentchat.store"
-local sys = require "agentchat.sys"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 
 local M = {}
 
-local RULE = string.rep("=", 70)
-local BODY_CAP = 16 * 1024 * 1024
-local STDIN_HINT = "Enter message body; press Ctrl-D (or Ctrl-Z and Enter on Windows) to finish.\n"
-
 -- ------------------------------------------------------------ helpers
 
--- argparse types for Python ints, which have no size limit: --reply keeps
--- the canonical decimal text (written as is); -n saturates.
-local function int_text(s)
-  local text = py.int_digits(s)
-  if not text then
-    return nil, "int"
-  end
-  return text
-end
-
+-- An argparse type for a Python int, which has no size limit: -n saturates.
 local function int_saturating(s)
   local v = py.int_parse(s)
   if v then
@@ -37,175 +22,11 @@ local function int_saturating(s)
   return text:sub(1, 1) == "-" and math.mininteger or math.maxinteger
 end
 
-local open_root, open_channel = open.root, open.channel
+local open_channel = open.channel
 
-local split_list = py.comma_list
-
---- Cut to 37 characters plus "..." when longer than 40 (characters).
-local function cut40(s)
-  if py.ulen(s) <= 40 then
-    return s
-  end
-  local stop = utf8.offset(s, 38)
-  if not stop then   -- not valid UTF-8: count bytes
-    return s:sub(1, 37) .. "..."
-  end
-  return s:sub(1, stop - 1) .. "..."
-end
-
-local ljust = open.ljust
-
-local function show_messages(ctx, messages)
-  local parts = {}
-  for _, m in ipairs(messages) do
-    parts[#parts + 1] = RULE .. "\n" .. open.shown_text(m) .. "\n\n"
-  end
-  ctx.out(table.concat(parts))
-end
-
-local warn_skipped, text_ok = open.warn_skipped, open.text_ok
+local warn_skipped = open.warn_skipped
 
 -- ------------------------------------------------------------ commands
-
-local function cmd_init(args, ctx)
-  local root, rc = open_root(args, ctx)
-  if not root then
-    return rc
-  end
-  local members = args.members and split_list(args.members) or {}
-  local ch <close>, msg, code, exit = root:init(args.channel, { members = members, topic = args.topic or "" })
-  if not ch then
-    return ctx.fail(msg, code, exit)
-  end
-  ctx.out(string.format("created channel '%s' at %s  members=%s\n", args.channel,
-    ac.join_path(root.path, args.channel),
-    #members > 0 and table.concat(members, ", ") or "(open)"))
-  return 0
-end
-
-local function cmd_channels(args, ctx)
-  local root, rc = open_root(args, ctx)
-  if not root then
-    return rc
-  end
-  local list, msg, code, exit = root:channels()
-  if not list then
-    return ctx.fail(msg, code, exit)
-  end
-  if #list == 0 then
-    ctx.out("(no channels yet under " .. root.path .. ")\n")
-    return 0
-  end
-  local width = 7
-  for _, c in ipairs(list) do
-    width = math.max(width, py.ulen(c.name))
-  end
-  local out = { ljust("CHANNEL", width) .. "  MSGS  MEMBERS / LAST\n" }
-  local pad = string.rep(" ", width + 8)
-  for _, c in ipairs(list) do
-    local members = c.meta and #c.meta.members > 0 and table.concat(c.meta.members, ", ") or "(open)"
-    out[#out + 1] = string.format("%s  %4d  %s\n", ljust(c.name, width), c.count, cut40(members))
-    if c.last then
-      local f = c.last.fields
-      out[#out + 1] = string.format("%slast: #%d %s: %s\n", pad, c.last.seq,
-        f.from or "?", cut40(f.title or ""))
-    else
-      out[#out + 1] = pad .. "last: -\n"
-    end
-  end
-  ctx.out(table.concat(out))
-  return 0
-end
-
-local function cmd_roster(args, ctx)
-  local ch <close>, rc = open_channel(args, ctx)
-  if not ch then
-    return rc
-  end
-  local r, msg, code, exit = ch:roster()
-  if not r then
-    return ctx.fail(msg, code, exit)
-  end
-  ctx.out(string.format("channel : %s\ntopic   : %s\nmembers : %s\nmessages: %d\n",
-    r.channel, r.topic ~= "" and r.topic or "(none)",
-    #r.members > 0 and table.concat(r.members, ", ") or "(open)", r.messages))
-  return 0
-end
-
--- Body sources: --body wins (even ''), then --body-file, then stdin.
-local function read_body(args, ctx)
-  if args.body then
-    return text_ok(ctx, args.body, "--body") and args.body or nil, 1
-  end
-  if args.body_file then
-    return open.body_file(args, ctx)
-  end
-  if sys.isatty(0) then
-    ctx.err(STDIN_HINT)
-  end
-  local data, msg = sys.read_stdin(BODY_CAP)
-  if not data then
-    return nil, ctx.fail("could not read stdin: " .. msg, "IO_ERROR")
-  end
-  if sys.strip(data) == "" then
-    return nil, ctx.fail("empty body (pass --body, --body-file, or pipe via stdin)", "BODY_EMPTY")
-  end
-  -- Python reads stdin with surrogateescape and fails writing it out.
-  local bad = sys.utf8_error(data, "surrogateescape")
-  if bad then
-    return nil, ctx.fail("could not read body from stdin: " .. bad, "BODY_STDIN_UNREADABLE")
-  end
-  return data
-end
-
-local function cmd_post(args, ctx)
-  if not open.agent(ctx, args, "from", "--from") then
-    return 2
-  end
-  local ch <close>, rc = open_channel(args, ctx)
-  if not ch then
-    return rc
-  end
-  for _, f in ipairs({ { args.from, "--from" }, { args.title, "--title" },
-                       { args.to, "--to" }, { args.status, "--status" } }) do
-    if f[1] and not text_ok(ctx, f[1], f[2]) then
-      return 1
-    end
-  end
-  -- Typed messages (docs/protocols.md): checked before the body is read.
-  local typed, trc = require("agentchat.commands.typed").post_fields(args, ctx)
-  if not typed then
-    return trc
-  end
-  local body, brc = read_body(args, ctx)
-  if not body then
-    return brc
-  end
-  -- Receipts (docs/receipts.md): --wait-for checks its addressees before
-  -- anything is posted, then waits after the usual line is printed.
-  local receipts, waiting = args.wait_for and require "agentchat.commands.receipts"
-  if args.timeout and not receipts then
-    return ctx.fail("--timeout applies only with --wait-for", "USAGE", 2)
-  elseif receipts then
-    waiting, brc = receipts.wait_targets(ch, args, ctx)
-    if not waiting then
-      return brc
-    end
-  end
-  local res, msg, code, exit = ch:post{
-    from = args.from, to = args.to, title = args.title, body = body,
-    reply = args.reply or "0", status = args.status,
-    type = typed.type, request_id = typed.request_id, role = typed.role,
-  }
-  if not res then
-    return ctx.fail(msg, code, exit)
-  end
-  open.posted(ctx, args.channel, res)
-  if receipts then
-    return receipts.wait_for(ch, res.seq, waiting, args, ctx)
-  end
-  return 0
-end
 
 local function cmd_read(args, ctx)
   if not open.agent(ctx, args, "as", "--as") then
@@ -220,11 +41,11 @@ local function cmd_read(args, ctx)
   local out_ok = true
   local batch, msg, code, exit = ch:read{
     as = args.as, all = args.all, peek = args.peek, kinds = args.kind,
-    max_messages = args.max_messages, max_bytes = args.max_bytes,
+    max_messages = args.max_messages, max_bytes = args.max_bytes, printed = true,
     show = function(b)
       warn_skipped(ctx, b)
-      if #b.messages > 0 then
-        show_messages(ctx, b.messages)
+      if b.n > 0 then
+        ctx.out(b.printed)
       elseif (b.remaining or 0) == 0 then
         ctx.out(string.format("(no new messages for %s in '%s'; cursor at #%d)\n",
           args.as, args.channel, b.cursor_before))
@@ -255,10 +76,10 @@ local function cmd_wait(args, ctx)
   end
   local out_ok = true
   local batch, msg, code, exit = ch:wait{
-    as = args.as, timeout = args.timeout, interval = interval, kinds = args.kind,
+    as = args.as, timeout = args.timeout, interval = interval, kinds = args.kind, printed = true,
     show = function(b)
       warn_skipped(ctx, b)
-      show_messages(ctx, b.messages)
+      ctx.out(b.printed)
       out_ok = ctx.flush()
       return out_ok
     end,
@@ -282,37 +103,18 @@ local function cmd_peek(args, ctx)
   if args.n <= 0 then
     return 0
   end
-  local batch, msg, code, exit = ch:peek(args.n, { kinds = args.kind })
+  local batch, msg, code, exit = ch:peek(args.n, { kinds = args.kind, printed = true })
   if not batch then
     return ctx.fail(msg, code, exit)
   end
   warn_skipped(ctx, batch)
   if batch.count == 0 then
     ctx.out("(channel '" .. args.channel .. "' is empty)\n")
-  elseif #batch.messages == 0 then
+  elseif batch.n == 0 then
     ctx.out("(no " .. table.concat(args.kind, " or ") .. " messages in '" .. args.channel .. "')\n")
   else
-    show_messages(ctx, batch.messages)
+    ctx.out(batch.printed)
   end
-  return 0
-end
-
-local function cmd_claim(args, ctx)
-  -- Marker names are checked before the channel is looked up.
-  local ok, msg, code, exit = store.check_marker(args.task)
-  if not ok then
-    return ctx.fail(msg, code, exit)
-  end
-  local ch <close>, rc = open_channel(args, ctx)
-  if not ch then
-    return rc
-  end
-  local dest
-  dest, msg, code, exit = ch:claim_marker(args.task, { as = args.as })
-  if not dest then
-    return ctx.fail(msg, code, exit)
-  end
-  ctx.out("claimed " .. args.task .. " -> " .. dest .. "\n")
   return 0
 end
 
@@ -321,42 +123,6 @@ end
 function M.register(sub)
   -- Arguments are defined on first use (argparse `build`): a command line
   -- pays only for the subcommand it runs.
-  sub:parser("init", { description = "Create a channel folder with its _meta.json.", build = function(p)
-      p:positional{ "channel", help = "channel name" }
-      p:option{ "--members", help = "comma-separated member names (informational only)" }
-      p:option{ "--topic", help = "channel topic (stored verbatim)" }
-      p:set_defaults{ handler = cmd_init }
-    end })
-
-  sub:parser("channels", { description = "List every channel under the root.", build = function(p)
-      p:set_defaults{ handler = cmd_channels }
-    end })
-
-  sub:parser("roster", { description = "Show a channel's topic, members and message count.", build = function(p)
-      p:positional{ "channel", help = "channel name" }
-      p:set_defaults{ handler = cmd_roster }
-    end })
-
-  sub:parser("post", { description = "Post a message. The body comes from --body, else --body-file, else stdin.",
-    build = function(p)
-      p:positional{ "channel", help = "channel name" }
-      p:option{ "--from", required = true, help = "sender name" }
-      p:option{ "--to", default = "all", help = "recipients: all, or a comma list (default: all)" }
-      p:option{ "--title", required = true, help = "message title (may be empty)" }
-      p:option{ "--reply", type = int_text, type_name = "int", help = "seq this message replies to (0: none)" }
-      p:option{ "--status", default = "discussion", help = "status label (default: discussion)" }
-      p:option{ "--body", help = "message body text" }
-      p:option{ "--body-file", help = "read the body from this file" }
-      -- Receipts (docs/receipts.md). abbrev = false: --ti must stay --title.
-      p:option{ "--wait-for", choices = { "read", "acked" }, abbrev = false,
-                help = "after posting, block until every addressee has read or acked the message" }
-      p:option{ "--timeout", type = "float", abbrev = false,
-                help = "--wait-for: seconds to wait (default: 900); exit 2 naming the missing agents" }
-      -- Typed messages (docs/protocols.md): --type, --request-id, --role.
-      require("agentchat.commands.typed").post_options(p)
-      p:set_defaults{ handler = cmd_post }
-    end })
-
   sub:parser("read", { description = "Print the messages for an agent above its cursor, then move the cursor.",
     build = function(p)
       p:positional{ "channel", help = "channel name" }
@@ -385,13 +151,6 @@ function M.register(sub)
       p:set_defaults{ handler = cmd_peek }
     end })
 
-  sub:parser("claim", { description = "Rename task-<id>.md to task-<id>.CLAIMED-<agent>.md under the seq lock. "
-      .. "Exit 3 if it is gone or already claimed.", build = function(p)
-      p:positional{ "channel", help = "channel name" }
-      p:positional{ "task", help = "marker file name, task-<id>.md" }
-      p:option{ "--as", dest = "as", required = true, help = "claimer (agent name)" }
-      p:set_defaults{ handler = cmd_claim }
-    end })
 end
 
 return M

@@ -31,7 +31,7 @@
 --                                    the line saying what a budget held back
 -- The ones that can fail print the failure and return nil and the exit code.
 local ac = require "agentchat"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 local sys = require "agentchat.sys"
 
 local BODY_CAP = 16 * 1024 * 1024
@@ -121,7 +121,9 @@ end
 -- The text of message `m` as read, wait and peek print it (rstripped),
 -- or the notice that stands for a file that is not UTF-8: the unit the
 -- budgets count (agentchat.kinds).
-M.shown_text = require("agentchat.kinds").shown_text
+function M.shown_text(m)
+  return require("agentchat.kinds").shown_text(m)
+end
 
 -- Cursors move only once the messages are out: flush, then (unless
 -- `skip`, as for --peek) commit(...), which returns true or a failure.
@@ -182,13 +184,14 @@ function M.held_note(ctx, batch, args, who)
     return
   end
   local what = plural(n, "more message") .. " for " .. args.as .. who
-  if #batch.messages == 0 and args.max_bytes and batch.next then
+  local shown = batch.n or #batch.messages     -- batch.n: a printed batch
+  if shown == 0 and args.max_bytes and batch.next then
     ctx.out(string.format("(%s not shown: the next, #%d, is %d bytes, more than --max-bytes %d; "
       .. "read it with a larger --max-bytes)\n", what, batch.next.seq,
       require("agentchat.kinds").shown_bytes(batch.next), args.max_bytes))
     return
   end
-  local limit = (args.max_messages and #batch.messages >= args.max_messages)
+  local limit = (args.max_messages and shown >= args.max_messages)
     and ("--max-messages " .. args.max_messages) or ("--max-bytes " .. tostring(args.max_bytes))
   ctx.out(string.format("(%s not shown (%s); the cursor stops before them: run it again for the rest)\n",
     what, limit))

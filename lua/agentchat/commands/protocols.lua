@@ -8,7 +8,7 @@
 local open = require "agentchat.commands.open"
 local json = require "agentchat.json"
 local protocols = require "agentchat.protocols"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
 local sys = require "agentchat.sys"
 
 local M = {}

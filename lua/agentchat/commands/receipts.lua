@@ -3,7 +3,8 @@
 local ac = require "agentchat"
 local json = require "agentchat.json"
 local open = require "agentchat.commands.open"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
+local sys = require "agentchat.sys"
 
 local M = {}
 
@@ -188,7 +189,7 @@ local function cmd_inbox(args, ctx)
   end
   -- --channels "" (or only commas and blanks) means every channel, as an
   -- empty $AGENT_CHAT_CHANNELS does for the hooks.
-  local channels = args.channels and py.comma_list(args.channels) or nil
+  local channels = args.channels and sys.comma_list(args.channels) or nil
   if channels and #channels == 0 then
     channels = nil
   end

@@ -6,7 +6,8 @@
 local ac = require "agentchat"
 local errors = require "agentchat.errors"
 local open = require "agentchat.commands.open"
-local py = require "agentchat.pycompat"
+local py = require("agentchat.lazy")("agentchat.pycompat")
+local sys = require "agentchat.sys"
 
 local M = {}
 
@@ -32,7 +33,7 @@ local function flat_list(values)
   end
   local out = {}
   for _, v in ipairs(values) do
-    local items = py.comma_list(v)
+    local items = sys.comma_list(v)
     table.move(items, 1, #items, #out + 1, out)
   end
   return out
@@ -248,23 +249,22 @@ function M.register(sub)
     build = function(task) build_task(task) end })
 end
 
+local HANDLERS = { create = cmd_create, list = cmd_list, show = cmd_show, update = cmd_update,
+                   ["recover-pending"] = cmd_recover_pending }   -- the others: cmd_lease
+
+local HELP = {
+  create = "create a task", list = "list tasks", show = "show one task",
+  update = "change fields of a task", claim = "take a task's lease",
+  renew = "extend your lease", recover = "take over an expired lease (needs --reason)",
+  ["recover-pending"] = "resolve a crashed lease mutation", done = "finish a task",
+  block = "mark a task blocked", release = "give a task back",
+}
+
+-- The subcommands are declared lazily: only the one named is built.
 function build_task(task)
   local ts = task:subparsers{ dest = "task_command", metavar = "COMMAND", required = true }
-  local handlers = {
-    create = cmd_create, list = cmd_list, show = cmd_show, update = cmd_update,
-    claim = cmd_lease("claim"), renew = cmd_lease("renew"), recover = cmd_lease("recover"),
-    ["recover-pending"] = cmd_recover_pending, done = cmd_lease("done"),
-    block = cmd_lease("block"), release = cmd_lease("release"),
-  }
-  local help = {
-    create = "create a task", list = "list tasks", show = "show one task",
-    update = "change fields of a task", claim = "take a task's lease",
-    renew = "extend your lease", recover = "take over an expired lease (needs --reason)",
-    ["recover-pending"] = "resolve a crashed lease mutation", done = "finish a task",
-    block = "mark a task blocked", release = "give a task back",
-  }
   for _, name in ipairs(SUBCOMMANDS) do
-    ts:parser(name, { help = help[name], tag = TAG, build = function(p)
+    ts:lazy(name, { help = HELP[name], tag = TAG, build = function(p)
       channel_arg(p)
       if name ~= "list" and name ~= "recover-pending" then
         task_arg(p)
@@ -298,7 +298,7 @@ function build_task(task)
       elseif name ~= "list" and name ~= "show" then
         actor(p)
       end
-      p:set_defaults{ handler = handlers[name] }
+      p:set_defaults{ handler = HANDLERS[name] or cmd_lease(name) }
     end })
   end
 end
