@@ -1,7 +1,7 @@
 -- agentchat.api.state: the state-summary methods of agentchat.Channel.
 --
 --   ch:state{strict=false}                 -- the data table (`state --json`)
---   ch:render_state{template=nil, strict=false, budget=nil}
+--   ch:render_state{template=nil, strict=false, budget=nil, max_seconds=nil}
 --                                          -- the Markdown (built-in template,
 --                                             or template = Lua source text
 --                                             run in the sandbox)
@@ -22,8 +22,12 @@ local function render(data, opts)
   if type(opts.template) ~= "string" then
     error("render_state: template must be Lua source text", 3)
   end
+  local limit = opts.max_seconds
+  if limit ~= nil and not (type(limit) == "number" and limit > 0 and limit < math.huge) then
+    error("render_state: max_seconds must be a positive number", 3)
+  end
   local text, msg, code = require("agentchat.sandbox").render(opts.template, opts.name or "template", data,
-    { budget = opts.budget })
+    { budget = opts.budget, max_seconds = opts.max_seconds })
   if not text then
     return nil, msg, code, 1
   end
