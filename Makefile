@@ -85,15 +85,18 @@ HOST_OBJ := $(HOST_SRC:src/%.c=build/%.o) build/embedded_lua.o
 C_TEST_SRC := $(wildcard tests/c/test_*.c)
 C_TESTS := $(C_TEST_SRC:tests/c/%.c=build/tests/%)
 
-# The etcd client (src/etcd/, libcurl + jansson; see src/etcd/client.h):
-# a library of its own, linked by its tests (tests/c/test_etcd_*.c) and its
-# benchmark, not yet by agent-chat (the etcd store of issue 15 will). No
-# curl outside src/etcd/ (make check-layers). libcurl is not linked: the
-# client loads it with dlopen when it opens (src/etcd/curlapi.h says why),
-# so only its headers are needed to build.
+# The etcd client (src/etcd/, libcurl + jansson; see src/etcd/client.h) and
+# the etcd store on it (store_etcd.c, records_etcd.c: docs/etcd.md): a
+# library of their own, linked into agent-chat and by the client's tests
+# (tests/c/test_etcd_*.c) and its benchmark. No curl outside src/etcd/
+# (make check-layers). libcurl is not linked: the client loads it with
+# dlopen when it opens (src/etcd/curlapi.h says why), so only its headers
+# are needed to build.
 CURL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libcurl)
 ETCD_LIBS := -ldl
-ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/ops.c src/etcd/watch.c
+ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/http.c src/etcd/ops.c \
+            src/etcd/watch.c \
+            src/etcd/store_etcd.c src/etcd/records_etcd.c
 ETCD_OBJ := $(ETCD_SRC:src/%.c=build/%.o)
 
 CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conformance/run)
@@ -109,8 +112,8 @@ all: agent-chat
 deps:
 	@scripts/install-deps
 
-agent-chat: $(RUNTIME_OBJ) $(HOST_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+agent-chat: $(RUNTIME_OBJ) $(HOST_OBJ) $(ETCD_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS) $(ETCD_LIBS)
 
 build/librt.a: $(RUNTIME_OBJ)
 	$(AR) rcs $@ $^
@@ -196,9 +199,11 @@ build/fuzz/obj/%.o: tests/fuzz/%.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 build/fuzz/fuzz_%: build/fuzz/obj/fuzz_%.o build/fuzz/obj/fuzzutil.o $(FUZZ_RUNTIME_OBJ)
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS) $(ETCD_LIBS)
 
-$(FUZZ_LUA_TARGETS:%=build/fuzz/fuzz_%): build/fuzz/obj/fuzzlua.o $(FUZZ_HOST_OBJ)
+FUZZ_ETCD_OBJ := $(ETCD_SRC:src/%.c=build/fuzz/obj/%.o)
+$(FUZZ_ETCD_OBJ): FUZZ_CFLAGS += $(CURL_CFLAGS)
+$(FUZZ_LUA_TARGETS:%=build/fuzz/fuzz_%): build/fuzz/obj/fuzzlua.o $(FUZZ_HOST_OBJ) $(FUZZ_ETCD_OBJ)
 # The etcd reply decoders (no curl: wire.c only).
 build/fuzz/fuzz_etcdreply: build/fuzz/obj/etcd/wire.o
 

@@ -49,7 +49,7 @@ _agent_chat_spec()
     local state="--as --from --actor --template"
     local lists="--depends-on --files-hint --acceptance --branch"
     case $1 in
-        "") _agent_chat_valued="--root"; _agent_chat_flags+=" --version" ;;
+        "") _agent_chat_valued="--root --store"; _agent_chat_flags+=" --version" ;;
         init) _agent_chat_valued="--members --topic"; _agent_chat_pos="none" ;;
         channels) ;;
         roster) _agent_chat_pos="channel" ;;

@@ -464,6 +464,25 @@ struct ac_chan {
 /* The file-system backend rooted at `root` (which need not exist yet). */
 struct ac_store *ac_store_open_fs(const char *root, struct ac_err *err);
 
+/* The etcd backend (src/etcd/, docs/etcd.md): `url` is
+ * etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?timeout=S&request_timeout=S&lease_ttl=S]
+ * and everything of the store lives under the key prefix PREFIX/. The
+ * cluster is not contacted here (a cluster that is down fails the first
+ * operation). ETCD_CONFIG for a bad URL or option (never echoing
+ * credentials), ETCD_NOMEM. Secrets are copied, never printed, and wiped
+ * when the store closes. */
+struct ac_store_etcd_opts {
+    const char *username;       /* etcd's own authentication (both or neither) */
+    const char *password;
+    const char *ca_file;        /* TLS: a CA bundle; a client certificate and key */
+    const char *cert_file;
+    const char *key_file;
+};
+struct ac_store *ac_store_open_etcd(const char *url, const struct ac_store_etcd_opts *opts,
+                                    struct ac_err *err);
+/* 1 when `spec` names an etcd store (etcd://...). */
+int ac_store_is_etcd(const char *spec);
+
 /* ---- the wrappers: the only way to call a backend ---- */
 
 void ac_store_close(struct ac_store *st);

@@ -73,12 +73,17 @@ shared channel folders. Drop-in compatible with agent-chat-plugin.]]
 local EPILOG = [[
 Root: --root (before the command), else $AGENT_CHAT_ROOT, else the user
 config's root (see 'agent-chat config'), else ~/agent-chat.
+Store: --store etcd://HOST:PORT[,...]/PREFIX (before the command), else
+$AGENT_CHAT_STORE, else the root or user config's store, else the root folder.
 Run 'agent-chat COMMAND -h' for the options of a command.]]
 
 function M.build_parser()
   local p = argparse.parser{ prog = "agent-chat", description = DESCRIPTION, epilog = EPILOG }
   p:option{ "--root", metavar = "ROOT",
             help = "chat root folder (default: $AGENT_CHAT_ROOT or ~/agent-chat)" }
+  p:option{ "--store", metavar = "URL",
+            help = "keep the state in etcd: etcd://HOST:PORT[,HOST:PORT...]/PREFIX "
+              .. "(default: $AGENT_CHAT_STORE, the config's store, else the root folder)" }
   p:option{ "--version", action = "store_true", help = "print the version and exit" }
   local sub = p:subparsers{ dest = "command", metavar = "COMMAND", required = true,
                             title = "commands" }
@@ -152,9 +157,9 @@ local function find_raw_command(argv)
   local i = 1
   while argv[i] do
     local a = argv[i]
-    if a == "--root" then
+    if a == "--root" or a == "--store" then
       i = i + 2
-    elseif a:sub(1, 7) == "--root=" then
+    elseif a:sub(1, 7) == "--root=" or a:sub(1, 8) == "--store=" then
       i = i + 1
     elseif a == "run" or a == "--version" then
       return a, i
@@ -180,6 +185,10 @@ local function run_main(argv)
         root = argv[i + 1]
       elseif argv[i]:sub(1, 7) == "--root=" then
         root = argv[i]:sub(8)
+      elseif argv[i] == "--store" then
+        require("agentchat").default_store = argv[i + 1]
+      elseif argv[i]:sub(1, 8) == "--store=" then
+        require("agentchat").default_store = argv[i]:sub(9)
       end
     end
     return scripting.raw(raw, argv, at, root, ctx)
@@ -198,6 +207,9 @@ local function run_main(argv)
       io.stderr:write(M.usage_line(perr))
     end
     return 2
+  end
+  if args.store ~= nil then
+    require("agentchat").default_store = args.store   -- every ac.open() of the command
   end
   local code = args.handler(args, ctx)
   if not ctx.flush() then

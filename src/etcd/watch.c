@@ -459,6 +459,8 @@ int ac_etcd_watch_open(struct ac_etcd *e, const struct ac_etcd_watch_req *req,
         return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_INVALID",
                           "etcd watch from a negative revision");
     deadline = ac_etcd_resolve_deadline(e, deadline);
+    if (ac_etcd_need_curl(e, err) == -1)      /* watches stream through libcurl */
+        return -1;
     w = calloc(1, sizeof *w);
     if (!w)
         return nomem(err);
