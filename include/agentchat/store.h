@@ -179,6 +179,13 @@ struct ac_record {
                                  mod_revision); 0 when the backend keeps
                                  none (the folder), and then the bytes are
                                  what a batch compares */
+    uint64_t created;         /* the backend's version when the record was
+                                 created, which a later write keeps (etcd:
+                                 its create_revision): the fencing
+                                 generation of a lease's claim or a path
+                                 lock, which a renewal keeps and a new
+                                 holder changes; 0 when the backend keeps
+                                 none (the folder) */
 };
 
 struct ac_recset {

@@ -104,6 +104,7 @@ static int take_record(struct ac_etcd_kv *kv, size_t skip, int names_only, struc
     r->name[nlen] = '\0';
     r->plain = 1;
     r->generation = (uint64_t)kv->mod_revision;
+    r->created = (uint64_t)kv->create_revision;
     if (!names_only) {
         r->data = kv->value;
         r->len = kv->value_len;
@@ -208,6 +209,7 @@ int et_rec_read(struct ac_chan *base, int family, const char *name, struct ac_re
     out->len = rs.kvs[0].value_len;
     out->plain = 1;
     out->generation = (uint64_t)rs.kvs[0].mod_revision;
+    out->created = (uint64_t)rs.kvs[0].create_revision;
     rs.kvs[0].value = NULL;
     ac_etcd_range_res_free(&rs);
     if (!out->name) {

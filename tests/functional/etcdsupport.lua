@@ -79,18 +79,24 @@ local function normalize(s, root, store)
   s = s:gsub(plain(store), "<ROOT>"):gsub(plain(root), "<ROOT>")
   s = s:gsub("ts: [^\n]+", "ts: <TS>")
   s = s:gsub("%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d[%.%d]*[%+%-Z][%d:]*", "<TIME>")
+  s = s:gsub(string.rep("%x", 32), "<ID>")     -- lock and transaction ids (uuid4)
   return s
 end
 E.normalize = normalize
 
---- Run each step (an argv list) against a fresh folder root and a fresh
---- etcd store; returns two lists of {code, stdout, stderr}, normalized.
+--- Run each step (an argv list, or {sleep = S}) against a fresh folder root
+--- and a fresh etcd store; returns two lists of {code, stdout, stderr},
+--- normalized.
 function E.both(steps, env)
   local folder, etcd = {}, {}
   local froot = F.new_root()
   local eroot = F.new_root()
   local store = E.store()
   for i, argv in ipairs(steps) do
+    if argv.sleep then           -- { sleep = S }: let leases expire, on both
+      os.execute("sleep " .. argv.sleep)
+      argv = { "--version" }
+    end
     local a = { "--root", froot }
     for _, w in ipairs(argv) do
       a[#a + 1] = w

@@ -1,0 +1,108 @@
+-- The record families on the etcd store (docs/etcd.md): tasks and their
+-- leases, path locks, acks and receipts, events, state and compact print
+-- what the folder prints; a batch is one transaction. Runs under
+-- tests/etcd/with-cluster (tests/run-one), SKIP without etcd.
+local H = require "spec_helper"
+package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
+local F = require "support"
+local E = require "etcdsupport"
+
+if not E.endpoints then
+  return E.skip()
+end
+
+-- The steps whose index is in `ok` must succeed (on the folder, and so on
+-- etcd): the comparison is about work done, not only about errors.
+local function check_same(steps, ok)
+  local folder, etcd = E.both(steps)
+  for _, i in ipairs(ok or {}) do
+    assert.equal(0, folder[i].code, "step " .. i .. " (" .. folder[i].argv .. ") failed on the folder: "
+      .. F.show(folder[i].stderr))
+  end
+  for i = 1, #folder do
+    local f, e = folder[i], etcd[i]
+    assert.are.same({ f.code, f.stdout, f.stderr }, { e.code, e.stdout, e.stderr },
+      "step " .. i .. " (" .. f.argv .. "): folder exit " .. f.code .. " " .. F.show(f.stdout)
+        .. F.show(f.stderr) .. " / etcd exit " .. e.code .. " " .. F.show(e.stdout) .. F.show(e.stderr))
+  end
+end
+
+describe("the etcd store: records", function()
+  it("tasks and leases print what the folder prints", function()
+    check_same({
+      { "init", "dev", "--members", "alice,bob" },
+      { "task", "create", "dev", "t1", "--title", "first", "--from", "alice", "--files-hint", "src/a,./b//c/" },
+      { "task", "create", "dev", "t1", "--title", "again", "--from", "alice" },
+      { "task", "create", "dev", "t2", "--title", "second", "--from", "alice", "--depends-on", "t1" },
+      { "task", "create", "dev", "t3", "--title", "bad dep", "--from", "alice", "--depends-on", "nope" },
+      { "task", "create", "dev", "t4", "--title", "outside", "--from", "alice", "--files-hint", "../x" },
+      { "task", "list", "dev" },
+      { "task", "claim", "dev", "t2", "--as", "bob" },
+      { "task", "claim", "dev", "t1", "--as", "bob", "--lease-seconds", "60" },
+      { "task", "claim", "dev", "t1", "--as", "alice" },
+      { "task", "renew", "dev", "t1", "--as", "bob", "--lease-seconds", "120" },
+      { "task", "renew", "dev", "t1", "--as", "alice" },
+      { "task", "update", "dev", "t1", "--as", "bob", "--title", "first, renamed" },
+      { "task", "show", "dev", "t1" },
+      { "task", "done", "dev", "t1", "--as", "alice" },
+      { "task", "done", "dev", "t1", "--as", "bob" },
+      { "task", "claim", "dev", "t2", "--as", "alice", "--lease-seconds", "1" },
+      { "task", "block", "dev", "t2", "--as", "alice" },
+      { "task", "release", "dev", "t2", "--as", "alice" },
+      { "task", "claim", "dev", "t2", "--as", "alice", "--lease-seconds", "0.5" },
+      { sleep = 1 },
+      { "task", "recover", "dev", "t2", "--as", "bob", "--reason", "alice is gone" },
+      { "task", "update", "dev", "t2", "--as", "bob", "--status", "cancelled" },
+      { "task", "list", "dev" },
+      { "task", "list", "dev", "--json" },
+      { "task", "show", "dev", "nope" },
+      { "task", "recover-pending", "dev", "--as", "alice" },
+      { "read", "dev", "--as", "carol" },
+    }, { 1, 2, 4, 7, 9, 11, 13, 14, 16, 17, 22 })
+  end)
+
+  it("path locks print what the folder prints", function()
+    check_same({
+      { "init", "dev" },
+      { "lock", "dev", "src/a", "src/b/c.txt", "--as", "alice" },
+      { "lock", "dev", "src", "--as", "bob" },
+      { "lock", "dev", "src/a/deep/x", "--as", "bob" },
+      { "lock", "dev", "docs", "--as", "bob", "--lease-seconds", "0.5" },
+      { "lock", "dev", "../up", "--as", "bob" },
+      { "check", "dev", "src/a/x", "docs/y", "other" },
+      { "check", "dev", "--json", "src" },
+      { "unlock", "dev", "docs", "--as", "alice" },
+      { sleep = 1 },
+      { "lock", "dev", "docs/x", "--as", "carol" },
+      { "recover", "dev", "docs", "--as", "carol", "--reason", "stale" },
+      { "lock", "dev", "docs/x", "--as", "carol" },
+      { "unlock", "dev", "docs/x", "--as", "carol" },
+      { "unlock", "dev", "docs/x", "--as", "carol" },
+      { "recover-pending", "dev", "--as", "bob" },
+      { "read", "dev", "--as", "dave" },
+    }, { 1, 2, 5, 7, 12 })
+  end)
+
+  it("acks, receipts, events, state and compact print what the folder prints", function()
+    check_same({
+      { "init", "dev", "--members", "alice,bob" },
+      { "post", "dev", "--from", "alice", "--to", "bob", "--title", "q", "--body", "question" },
+      { "receipts", "dev", "1" },
+      { "ack", "dev", "1", "--as", "bob" },
+      { "ack", "dev", "1", "--as", "bob" },
+      { "ack", "dev", "1", "--as", "carol" },
+      { "read", "dev", "--as", "bob" },
+      { "receipts", "dev", "1" },
+      { "receipts", "dev", "1", "--json" },
+      { "post", "dev", "--from", "alice", "--to", "bob", "--title", "w", "--body", "b",
+        "--wait-for", "read", "--timeout", "0.2" },
+      { "event", "post", "dev", "--from", "bob", "--type", "status", "--harness", "h", "--status", "idle" },
+      { "event", "read", "dev" },
+      { "state", "dev" },
+      { "state", "dev", "--json" },
+      { "compact", "dev", "--as", "alice" },
+      { "team", "dev" },
+      { "inbox", "--as", "alice" },
+    }, { 1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17 })
+  end)
+end)
