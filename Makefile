@@ -96,7 +96,7 @@ CURL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libcurl)
 ETCD_LIBS := -ldl
 ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/http.c src/etcd/ops.c \
             src/etcd/watch.c \
-            src/etcd/store_etcd.c src/etcd/records_etcd.c
+            src/etcd/store_etcd.c src/etcd/records_etcd.c src/etcd/fsck_etcd.c
 ETCD_OBJ := $(ETCD_SRC:src/%.c=build/%.o)
 
 CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conformance/run)

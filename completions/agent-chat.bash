@@ -81,7 +81,7 @@ _agent_chat_spec()
         team) _agent_chat_valued="--silent-after"; _agent_chat_flags+=" --json"; _agent_chat_pos="channel" ;;
         lock) _agent_chat_valued="$as $lease"; _agent_chat_pos="channel path +" ;;
         check) _agent_chat_valued="$as"; _agent_chat_pos="channel path +" ;;
-        unlock) _agent_chat_valued="$as"; _agent_chat_pos="channel lock" ;;
+        unlock) _agent_chat_valued="$as --generation"; _agent_chat_pos="channel lock" ;;
         recover) _agent_chat_valued="$as --reason $lease"; _agent_chat_pos="channel lock" ;;
         recover-pending)
             _agent_chat_valued="$as --resolve-publication"; _agent_chat_pos="channel" ;;
@@ -102,13 +102,17 @@ _agent_chat_spec()
             _agent_chat_valued="--as --from --title --owner $lists --status"
             _agent_chat_flags+=" --clear-owner --clear-branch"
             _agent_chat_pos="channel task" ;;
-        "task claim" | "task renew")
+        "task claim")
             _agent_chat_valued="--as --from $lease"; _agent_chat_pos="channel task" ;;
+        "task renew")
+            _agent_chat_valued="--as --from $lease --generation"; _agent_chat_pos="channel task" ;;
         "task recover")
             _agent_chat_valued="--as --from --reason $lease"; _agent_chat_pos="channel task" ;;
         "task recover-pending")
             _agent_chat_valued="--as --from --resolve-publication"; _agent_chat_pos="channel" ;;
-        "task done" | "task block" | "task release")
+        "task done" | "task release")
+            _agent_chat_valued="--as --from --generation"; _agent_chat_pos="channel task" ;;
+        "task block")
             _agent_chat_valued="--as --from"; _agent_chat_pos="channel task" ;;
         "event post")
             _agent_chat_valued="--from --type --harness --status --detail --primitives"

@@ -14,7 +14,7 @@
 #define MAX_RULES 16
 #define MAX_ITEM 160
 
-enum { ACT_FAIL, ACT_CRASH };
+enum { ACT_FAIL, ACT_CRASH, ACT_STOP };
 
 struct rule {
     char point[96];
@@ -98,6 +98,8 @@ static void parse_rule(char *item, struct rule *r)
     if (act) {
         if (strcmp(act, "crash") == 0 && !eno)
             r->action = ACT_CRASH;
+        else if (strcmp(act, "stop") == 0 && !eno)
+            r->action = ACT_STOP;
         else if (strcmp(act, "enospc") == 0 && !eno)
             r->err = ENOSPC;
         else if (strcmp(act, "fail") == 0)
@@ -205,6 +207,12 @@ static int check(const char *point, int logged)
     if (rules[fire].action == ACT_CRASH) {
         kill(getpid(), SIGKILL);
         _exit(137);   /* not reached */
+    }
+    if (rules[fire].action == ACT_STOP) {
+        /* a process that stalls there (a pause, a partition) until a
+         * SIGCONT, then goes on as if nothing had happened */
+        kill(getpid(), SIGSTOP);
+        return 0;
     }
     errno = rules[fire].err;
     return -1;

@@ -97,6 +97,46 @@ static int claim_name_fits(const char *id, const char *owner, struct ac_err *err
                        "lease record name %s.%s.json would be longer than 255 bytes", id, owner);
 }
 
+int ac_lease_generation(struct ac_chan *ch, const char *id, uint64_t *gen, struct ac_err *err)
+{
+    struct ac_recset set;
+    json_t *claim = NULL;
+    char *name = NULL, prefix[300];
+    size_t i;
+    int rc;
+
+    *gen = 0;
+    snprintf(prefix, sizeof prefix, "%s.", id);
+    if (ac_chan_rec_scan(ch, AC_CLAIMS, prefix, 0, &set, err) == -1)
+        return -1;
+    rc = ac_claim_find(&set, ch, id, ch->name, &claim, &name, err);
+    for (i = 0; rc == 0 && name && i < set.n; i++)
+        if (strcmp(set.v[i].name, name) == 0)
+            *gen = set.v[i].created;
+    json_decref(claim);
+    free(name);
+    ac_recset_free(&set);
+    return rc;
+}
+
+int ac_lease_fence(struct ac_chan *ch, const char *id, uint64_t fence, struct ac_err *err)
+{
+    uint64_t gen;
+    if (ac_lease_generation(ch, id, &gen, err) == -1)
+        return -1;
+    if (gen == fence)
+        return 0;
+    if (gen == 0)
+        return ac_err_code(err, "LEASE_FENCED", "task %s holds no lease of generation %llu%s", id,
+                           (unsigned long long)fence,
+                           strcmp(ch->store->ops->name, "fs") == 0
+                               ? " (the folder store keeps no lease generations)"
+                               : ": it ended or was taken over");
+    return ac_err_code(err, "LEASE_FENCED",
+                       "the lease of task %s is generation %llu, not %llu: a newer holder took it over",
+                       id, (unsigned long long)gen, (unsigned long long)fence);
+}
+
 int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err)
 {
     struct ac_pending p;

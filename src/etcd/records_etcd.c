@@ -140,6 +140,7 @@ int et_rec_scan(struct ac_chan *base, int family, const char *prefix, int flags,
     memset(&rq, 0, sizeof rq);
     rq.keys = PREFIX(kp);
     rq.keys_only = (flags & AC_SCAN_NAMES) != 0;
+    rq.revision = ch->snapshot;
     if (ac_etcd_range(ch->st->conn->e, &rq, &rs, 0, err) == -1) {
         free(fp);
         free(kp);

@@ -1537,7 +1537,7 @@ static const struct ac_store_ops et_ops = {
     et_blob_write,
     et_path_resolve,
     NULL,                       /* sweep: nothing is left behind */
-    NULL,                       /* fsck: not yet */
+    et_fsck,
     et_batch_commit,
     NULL,                       /* pending_read: a batch is one transaction */
     NULL,

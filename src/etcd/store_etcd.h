@@ -60,6 +60,8 @@ struct et_chan {
     int64_t seq;                /* the counter as last read or written */
     int64_t seq_mod;            /* its mod revision (0: absent) */
     int64_t rev;                /* the store revision of the last listing */
+    int64_t snapshot;           /* fsck: records are read as of this
+                                   revision (0: the newest) */
     struct ac_etcd_kv *cache;   /* messages read ahead (msg_read), by key */
     size_t ncache;
     struct et_mutex *held;      /* mutexes held through this channel */
@@ -107,6 +109,8 @@ int et_rec_create(struct ac_chan *ch, int family, const char *name, const char *
                   struct ac_err *err);
 void et_rec_where(struct ac_chan *ch, int family, const char *name, char *out, size_t size);
 int et_batch_commit(struct ac_chan *ch, const struct ac_batch *b, struct ac_err *err);
+/* The check (fsck_etcd.c). */
+int et_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
 
 /* The family's directory name on the folder ("tasks", "claims", "locks",
  * ".acks"), which is also its key part. */

@@ -195,6 +195,28 @@ static void test_crash(void)
     TAP_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crash: another point does not fire");
 }
 
+/* stop: the process stops itself at the point and, continued, goes on as
+ * if the point had not fired. */
+static void test_stop(void)
+{
+    int status = -1;
+    pid_t pid = t_fork(), got;
+    if (pid == 0) {
+        rules("a#2:stop");
+        if (ac_fault("a") != 0 || ac_fault("a") != 0)
+            _exit(3);
+        _exit(0);
+    }
+    got = waitpid(pid, &status, WUNTRACED);
+    TAP_OK(got == pid && WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP,
+           "stop: the 2nd hit of a#2:stop stops the process (0x%x)", (unsigned)status);
+    kill(pid, SIGCONT);
+    if (waitpid(pid, &status, 0) == -1)
+        t_bail("waitpid");
+    TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "stop: continued, the point returns 0 and the process goes on (0x%x)", (unsigned)status);
+}
+
 /* A rule that cannot be parsed stops the process with 125 and says why,
  * so a typo never makes a test pass vacuously. */
 static void test_invalid(void)
@@ -417,6 +439,7 @@ int main(void)
     test_sequences();
     test_reset();
     test_crash();
+    test_stop();
     test_invalid();
     test_log();
     test_wrappers();

@@ -70,7 +70,8 @@ function E.ctl(...)
 end
 
 -- What differs by nature between the two stores: the root as printed (a
--- path or a URL) and the times.
+-- path or a URL), the times and ids, and the fencing generations (etcd
+-- only; etcd_fencing_spec checks them).
 local function normalize(s, root, store)
   s = s or ""
   local function plain(x)
@@ -80,6 +81,8 @@ local function normalize(s, root, store)
   s = s:gsub("ts: [^\n]+", "ts: <TS>")
   s = s:gsub("%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d[%.%d]*[%+%-Z][%d:]*", "<TIME>")
   s = s:gsub(string.rep("%x", 32), "<ID>")     -- lock and transaction ids (uuid4)
+  -- the fencing generations only a store that keeps them prints
+  s = s:gsub("\ngeneration: %d+\n", "\n"):gsub(" generation=%d+\n", "\n")
   return s
 end
 E.normalize = normalize
@@ -101,11 +104,21 @@ function E.both(steps, env)
     for _, w in ipairs(argv) do
       a[#a + 1] = w
     end
+    local sort = argv.sort        -- { ..., sort = true }: an order that depends on random ids
+    local function out(x, root)
+      x = normalize(x, root, store)
+      if sort then
+        local lines = F.lines(x)
+        table.sort(lines)
+        x = table.concat(lines, "\n")
+      end
+      return x
+    end
     local r = F.run_checked(a, { env = env })
-    folder[i] = { code = r.code, stdout = normalize(r.stdout, froot, store),
+    folder[i] = { code = r.code, stdout = out(r.stdout, froot),
                   stderr = normalize(r.stderr, froot, store), argv = table.concat(argv, " ") }
     r = E.ac(store, eroot, argv, env)
-    etcd[i] = { code = r.code, stdout = normalize(r.stdout, eroot, store),
+    etcd[i] = { code = r.code, stdout = out(r.stdout, eroot),
                 stderr = normalize(r.stderr, eroot, store), argv = table.concat(argv, " ") }
   end
   return folder, etcd
