@@ -232,7 +232,7 @@ test check: deps
 	  STRESS_SECONDS="$(STRESS_SECONDS)" AGENT_CHAT_TEST_LOGS="$(CURDIR)/build/test-logs" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
 	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) \
-	    $(CORPUS_FAMILIES:%=corpus:%) fuzz:all \
+	    $(CORPUS_FAMILIES:%=corpus:%) etcd-conformance:scenarios etcd-conformance:corpus fuzz:all \
 	  || { tests/show-failures build/test-logs; exit 1; }
 
 # The layers of docs/architecture.md: no file-system backend header,
