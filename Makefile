@@ -20,7 +20,8 @@
 #                        fault point with every action (TORTURE_SPECS), the
 #                        fuzz targets FUZZ_TORTURE_SECONDS each, the stress
 #                        test STRESS_TORTURE_SECONDS, the cursor race
-#                        CURSOR_RACE_TORTURE_ROUNDS times
+#                        CURSOR_RACE_TORTURE_ROUNDS times, the stopped-poster
+#                        loop PAUSE_TORTURE_SECONDS
 #   make NO_FAULTS=1     compile the fault points out (the tests need them)
 
 PREFIX ?= /usr/local
@@ -76,7 +77,8 @@ RUNTIME_SRC := src/err.c src/fault.c src/utf8.c src/pystr.c src/slug.c \
                src/taskrec.c src/board.c src/lease.c src/tasks.c src/receipts.c src/sha256.c
 RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
-            src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c
+            src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c \
+            src/l_sandbox.c
 LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/%.o)
@@ -99,7 +101,9 @@ ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/http.c
             src/etcd/store_etcd.c src/etcd/records_etcd.c src/etcd/fsck_etcd.c
 ETCD_OBJ := $(ETCD_SRC:src/%.c=build/%.o)
 
-CONFORMANCE ?= $(firstword $(wildcard ../shared/conformance/run) tests/conformance/run)
+# The vendored kit: the source kit plus our documented deviations
+# (tests/conformance/VENDORED.md); tests/conformance-vendored-tap checks that.
+CONFORMANCE ?= tests/conformance/run
 # Conformance families whose issues have landed (see the README).
 CONFORMANCE_FAMILIES ?= msg task lock state event hook
 # Families of the recorded corpus (tests/conformance/corpus) that pass whole.
@@ -171,8 +175,8 @@ build:
 # neither CC nor SANITIZE nor CFLAGS reach it. The Lua-driving targets load
 # the modules from lua/ (FUZZ_LUA_DIR) so that line hooks see line numbers.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := frontmatter taskrec lockrec pathnorm argparse yaml etcdreply
-FUZZ_LUA_TARGETS := argparse yaml
+FUZZ_TARGETS := frontmatter taskrec lockrec pathnorm argparse yaml etcdreply pattern
+FUZZ_LUA_TARGETS := argparse yaml pattern
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
@@ -186,6 +190,7 @@ FUZZ_TORTURE_SECONDS ?= 600
 STRESS_SECONDS ?= 20
 STRESS_TORTURE_SECONDS ?= 300
 CURSOR_RACE_TORTURE_ROUNDS ?= 25
+PAUSE_TORTURE_SECONDS ?= 300
 
 fuzz: $(FUZZ_BINS)
 
@@ -232,7 +237,8 @@ test check: deps
 	  STRESS_SECONDS="$(STRESS_SECONDS)" AGENT_CHAT_TEST_LOGS="$(CURDIR)/build/test-logs" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
 	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) \
-	    $(CORPUS_FAMILIES:%=corpus:%) etcd-conformance:scenarios etcd-conformance:corpus fuzz:all \
+	    $(CORPUS_FAMILIES:%=corpus:%) tests/conformance-vendored-tap \
+	    etcd-conformance:scenarios etcd-conformance:corpus fuzz:all \
 	  || { tests/show-failures build/test-logs; exit 1; }
 
 # The layers of docs/architecture.md: no file-system backend header,
@@ -255,6 +261,8 @@ torture: deps
 	  prove --exec tests/run-one tests/functional/stress_spec.lua
 	AGENT_CHAT_TEST_FSYNC=0 CURSOR_RACE_ROUNDS="$(CURSOR_RACE_TORTURE_ROUNDS)" \
 	  prove --exec tests/run-one tests/functional/cursor_race_spec.lua
+	AGENT_CHAT_TEST_FSYNC=0 AGENT_CHAT_PAUSE_SECONDS="$(PAUSE_TORTURE_SECONDS)" \
+	  prove --exec tests/run-one tests/functional/paused_poster_spec.lua
 
 demo: deps
 	@$(MAKE) --no-print-directory agent-chat

@@ -128,15 +128,23 @@ int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_er
     b->ch = ch;
     b->channel = ch->name;
     b->lenient = (mode & AC_BOARD_LENIENT) != 0;
-    if (ac_chan_mutex_enter(ch, AC_MUTEX_TASKS, &b->mutex, "TASK_LOCK_TIMEOUT",
-                            "could not acquire task mutation lock", "TASK_IO_ERROR",
-                            "could not open " AC_MUTEX_TASKS, err) == -1)
+    /* A reader (AC_BOARD_DEFER is for writers) creates no mutex: only
+     * once it succeeded (ac_board_keep), so a failing read leaves the
+     * channel as it was. */
+    if (ac_chan_mutex_enter(ch, AC_MUTEX_TASKS, (mode & AC_BOARD_DEFER) ? 0 : AC_MUTEX_READER,
+                            &b->mutex, "TASK_LOCK_TIMEOUT", "could not acquire task mutation lock",
+                            "TASK_IO_ERROR", "could not open " AC_MUTEX_TASKS, err) == -1)
         return -1;
     if (!(mode & AC_BOARD_DEFER) && ac_board_load(b, 1, err) == -1) {
         ac_board_close(b);
         return -1;
     }
     return 0;
+}
+
+void ac_board_keep(struct ac_board *b)
+{
+    ac_mutex_keep(b->mutex);
 }
 
 void ac_board_close(struct ac_board *b)

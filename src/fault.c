@@ -209,9 +209,7 @@ static int check(const char *point, int logged)
         _exit(137);   /* not reached */
     }
     if (rules[fire].action == ACT_STOP) {
-        /* a process that stalls there (a pause, a partition) until a
-         * SIGCONT, then goes on as if nothing had happened */
-        kill(getpid(), SIGSTOP);
+        kill(getpid(), SIGSTOP);    /* returns once someone sends SIGCONT */
         return 0;
     }
     errno = rules[fire].err;

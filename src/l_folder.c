@@ -3,9 +3,10 @@
  * module "agentchat.folder" (used by the importers, docs/import.md).
  *
  *   folder.check(dir)             -- true | nil, message, errno
- *   folder.list(dir [, sub])      -- { {name=, kind=}, ... } in directory
- *                                    order (kind: "file", "dir", "symlink",
- *                                    "other") | nil, message, errno
+ *   folder.list(dir [, sub])      -- { {name=, kind=, size=}, ... } in
+ *                                    directory order (kind: "file", "dir",
+ *                                    "symlink", "other"; size: of a file, in
+ *                                    bytes) | nil, message, errno
  *   folder.read(dir, rel, cap)    -- bytes | nil, message, errno
  *
  * `dir` is the user's own path and is followed like any path given on the
@@ -17,6 +18,7 @@
  * path: "[Errno 2] No such file or directory".
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +30,7 @@
 
 static int l_check(lua_State *L)
 {
-    if (ac_host_dir_check(luaL_checkstring(L, 1)) == -1)
+    if (ac_host_dir_check(ac_lua_checkcstring(L, 1)) == -1)
         return ac_lua_push_errno(L, errno);
     lua_pushboolean(L, 1);
     return 1;
@@ -39,11 +41,15 @@ struct listing {
     lua_Integer n;
 };
 
-static int list_cb(void *ctx, const char *name, const char *kind)
+static int list_cb(void *ctx, const char *name, const char *kind, int64_t size)
 {
     struct listing *l = ctx;
     lua_State *L = l->L;
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 3);
+    if (size >= 0) {
+        lua_pushinteger(L, (lua_Integer)size);
+        lua_setfield(L, -2, "size");
+    }
     lua_pushstring(L, name);
     lua_setfield(L, -2, "name");
     lua_pushstring(L, kind);
@@ -54,8 +60,8 @@ static int list_cb(void *ctx, const char *name, const char *kind)
 
 static int l_list(lua_State *L)
 {
-    const char *dir = luaL_checkstring(L, 1);
-    const char *sub = luaL_optstring(L, 2, NULL);
+    const char *dir = ac_lua_checkcstring(L, 1);
+    const char *sub = ac_lua_optcstring(L, 2, NULL);
     struct listing l;
 
     lua_newtable(L);
@@ -70,7 +76,7 @@ static int l_list(lua_State *L)
 
 static int l_read(lua_State *L)
 {
-    const char *dir = luaL_checkstring(L, 1), *rel = luaL_checkstring(L, 2);
+    const char *dir = ac_lua_checkcstring(L, 1), *rel = ac_lua_checkcstring(L, 2);
     lua_Integer cap = luaL_checkinteger(L, 3);
     char *buf;
     size_t len;

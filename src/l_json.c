@@ -105,6 +105,11 @@ static json_t *to_json(lua_State *L, int idx, int depth, const char **why)
     case LUA_TNUMBER:
         if (lua_isinteger(L, idx))
             return json_integer((json_int_t)lua_tointeger(L, idx));
+        if (!isfinite(lua_tonumber(L, idx))) {
+            /* JSON has no such numbers (jansson refuses them too) */
+            *why = "cannot encode inf or nan (JSON numbers are finite)";
+            return NULL;
+        }
         return json_real((double)lua_tonumber(L, idx));
     case LUA_TSTRING: {
         size_t len;
@@ -152,6 +157,9 @@ static json_t *to_json(lua_State *L, int idx, int depth, const char **why)
         while (out && lua_next(L, idx)) {
             if (lua_type(L, -2) != LUA_TSTRING) {
                 *why = "object keys must be strings";
+                item = NULL;
+            } else if (strlen(lua_tostring(L, -2)) != lua_rawlen(L, -2)) {
+                *why = "object keys must not contain NUL bytes";
                 item = NULL;
             } else {
                 item = to_json(L, -1, depth + 1, why);

@@ -341,7 +341,7 @@ static int l_normalize(lua_State *L)
 /* pl.overlaps(a, b) -> boolean (on normalized paths) */
 static int l_overlaps(lua_State *L)
 {
-    lua_pushboolean(L, ac_pathlock_overlaps(luaL_checkstring(L, 1), luaL_checkstring(L, 2)));
+    lua_pushboolean(L, ac_pathlock_overlaps(ac_lua_checkcstring(L, 1), ac_lua_checkcstring(L, 2)));
     return 1;
 }
 

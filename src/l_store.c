@@ -96,6 +96,11 @@ struct ac_chan *ac_lua_checkchan(lua_State *L, int idx)
     return check_chan(L, idx)->ch;
 }
 
+struct ac_store *ac_lua_checkstore(lua_State *L, int idx)
+{
+    return check_store(L, idx)->st;
+}
+
 /* Declared in lua_host.h; shared with l_receipts.c (ack names). */
 int ac_lua_names_result(lua_State *L, int rc, char **names, size_t n, const struct ac_err *err)
 {
@@ -192,7 +197,7 @@ static const char *opt_field_string(lua_State *L, int idx, const char *key)
  * password=, ca_file=, cert_file=, key_file=}) for an etcd store. */
 static int l_open(lua_State *L)
 {
-    const char *root = luaL_checkstring(L, 1);
+    const char *root = ac_lua_checkcstring(L, 1);
     struct l_store *s;
     struct ac_err err = AC_ERR_INIT;
     struct ac_store_etcd_opts eo;
@@ -230,10 +235,30 @@ static int store_kind(lua_State *L)
     return 1;
 }
 
+/* A channel name argument, or NULL after pushing CHANNEL_INVALID_NAME's
+ * failure for one with a NUL byte inside (C would cut the name there:
+ * "new\0chan" created the channel new). */
+static const char *channel_name_arg(lua_State *L, int idx, int *nret)
+{
+    size_t len;
+    const char *name = luaL_checklstring(L, idx, &len);
+    char shown[300];
+    if (strlen(name) == len)
+        return name;
+    ac_err_quote(shown, sizeof shown, name, 200);
+    lua_pushfstring(L, "invalid channel name (control character blocked): '%s\\x00...'", shown);
+    *nret = ac_lua_fail(L, "CHANNEL_INVALID_NAME", 1, lua_tostring(L, -1));
+    return NULL;
+}
+
 static int l_check_name(lua_State *L)
 {
     struct ac_err err = AC_ERR_INIT;
-    if (ac_channel_name_check(luaL_checkstring(L, 1), &err) == -1)
+    int nret;
+    const char *name = channel_name_arg(L, 1, &nret);
+    if (!name)
+        return nret;
+    if (ac_channel_name_check(name, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
@@ -242,7 +267,7 @@ static int l_check_name(lua_State *L)
 static int l_check_marker(lua_State *L)
 {
     struct ac_err err = AC_ERR_INIT;
-    if (ac_marker_name_check(luaL_checkstring(L, 1), &err) == -1)
+    if (ac_marker_name_check(ac_lua_checkcstring(L, 1), &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
     return 1;
@@ -250,7 +275,7 @@ static int l_check_marker(lua_State *L)
 
 static int l_meta_compose(lua_State *L)
 {
-    const char *name = luaL_checkstring(L, 1);
+    const char *name = ac_lua_checkcstring(L, 1);
     const char *topic, *created;
     const char **members;
     lua_Integer n, i;
@@ -258,14 +283,14 @@ static int l_meta_compose(lua_State *L)
     char *json;
 
     luaL_checktype(L, 2, LUA_TTABLE);
-    topic = luaL_checkstring(L, 3);
-    created = luaL_checkstring(L, 4);
+    topic = ac_lua_checkcstring(L, 3);
+    created = ac_lua_checkcstring(L, 4);
     n = luaL_len(L, 2);
     /* Keep the array in a userdata so a raise below cannot leak it. */
     members = lua_newuserdatauv(L, sizeof *members * (size_t)(n > 0 ? n : 1), 0);
     for (i = 1; i <= n; i++) {
         lua_geti(L, 2, i);
-        members[i - 1] = luaL_checkstring(L, -1);   /* may raise */
+        members[i - 1] = ac_lua_checkcstring(L, -1);   /* may raise */
         lua_pop(L, 1);
     }
     json = ac_meta_compose(name, members, (size_t)n, topic, created, &len);
@@ -347,10 +372,13 @@ static int store_channels(lua_State *L)
 static int store_create(lua_State *L)
 {
     struct l_store *s = check_store(L, 1);
-    const char *name = luaL_checkstring(L, 2);
+    int nret;
+    const char *name = channel_name_arg(L, 2, &nret);
     size_t len;
     const char *meta = luaL_checklstring(L, 3, &len);
     struct ac_err err = AC_ERR_INIT;
+    if (!name)
+        return nret;
     if (ac_store_chan_create(s->st, name, meta, len, &err) == -1)
         return ac_lua_fail_err(L, &err);
     lua_pushboolean(L, 1);
@@ -360,9 +388,13 @@ static int store_create(lua_State *L)
 static int store_channel(lua_State *L)
 {
     struct l_store *s = check_store(L, 1);
-    const char *name = luaL_checkstring(L, 2);
+    int nret;
+    const char *name = channel_name_arg(L, 2, &nret);
     struct ac_err err = AC_ERR_INIT;
-    struct l_chan *c = lua_newuserdatauv(L, sizeof *c, 1);
+    struct l_chan *c;
+    if (!name)
+        return nret;
+    c = lua_newuserdatauv(L, sizeof *c, 1);
     c->ch = NULL;
     c->owner = NULL;
     luaL_setmetatable(L, CHAN_MT);
@@ -692,7 +724,7 @@ static int chan_summary(lua_State *L)
 static int chan_cursor(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
-    const char *agent = luaL_checkstring(L, 2);
+    const char *agent = ac_lua_checkcstring(L, 2);
     lua_pushinteger(L, (lua_Integer)ac_chan_cursor_get(c->ch, agent, NULL));
     return 1;
 }
@@ -700,7 +732,7 @@ static int chan_cursor(lua_State *L)
 static int chan_set_cursor(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
-    const char *agent = luaL_checkstring(L, 2);
+    const char *agent = ac_lua_checkcstring(L, 2);
     lua_Integer v = luaL_checkinteger(L, 3);
     struct ac_err err = AC_ERR_INIT;
     if (ac_chan_cursor_set(c->ch, agent, v, &err) == -1)
@@ -771,8 +803,8 @@ static int chan_wait(lua_State *L)
 static int chan_claim_marker(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
-    const char *marker = luaL_checkstring(L, 2);
-    const char *agent = luaL_checkstring(L, 3);
+    const char *marker = ac_lua_checkcstring(L, 2);
+    const char *agent = ac_lua_checkcstring(L, 3);
     struct ac_err err = AC_ERR_INIT;
     char dest[600];
     if (ac_marker_name_check(marker, &err) == -1 ||

@@ -84,7 +84,7 @@ static int read_stream(lua_State *L, int fd, lua_Integer cap)
 
 static int l_read_file(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = ac_lua_checkcstring(L, 1);
     lua_Integer cap = luaL_optinteger(L, 2, 16 << 20);
     struct stat st;
     char *buf;

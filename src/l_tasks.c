@@ -135,6 +135,7 @@ static int l_list(lua_State *L)
     if (n)
         return n;
     push_records(L, &b, 0);
+    ac_board_keep(&b);
     ac_board_close(&b);
     return 1;
 }
@@ -147,6 +148,7 @@ static int l_snapshot(lua_State *L)
         return n;
     push_records(L, &b, 1);
     lua_pushinteger(L, (lua_Integer)b.skipped);
+    ac_board_keep(&b);
     ac_board_close(&b);
     return 2;
 }
@@ -167,7 +169,7 @@ static int l_show(lua_State *L)
 {
     struct ac_board b;
     struct ac_err err = AC_ERR_INIT;
-    const char *id = luaL_checkstring(L, 2);
+    const char *id = ac_lua_checkcstring(L, 2);
     json_t *rec;
     char *blocking;
     int n;
@@ -188,6 +190,7 @@ static int l_show(lua_State *L)
     push_generation(L, b.ch, id);
     lua_pushstring(L, blocking ? blocking : "");
     free(blocking);
+    ac_board_keep(&b);
     ac_board_close(&b);
     return 2;
 }
@@ -267,7 +270,7 @@ static int l_update(lua_State *L)
 {
     struct ac_task_change chg;
     struct ac_err err = AC_ERR_INIT;
-    const char *id = luaL_checkstring(L, 2), *actor = luaL_checkstring(L, 3);
+    const char *id = ac_lua_checkcstring(L, 2), *actor = ac_lua_checkcstring(L, 3);
     json_t *out = NULL, *lists[3];
     int rc;
 
@@ -300,9 +303,9 @@ static int l_lease(lua_State *L)
     static const enum ac_lease_op codes[] = { AC_LEASE_CLAIM, AC_LEASE_RENEW, AC_LEASE_RELEASE,
                                               AC_LEASE_DONE, AC_LEASE_BLOCK, AC_LEASE_RECOVER };
     int op = luaL_checkoption(L, 2, NULL, ops);
-    const char *id = luaL_checkstring(L, 3), *actor = luaL_checkstring(L, 4);
+    const char *id = ac_lua_checkcstring(L, 3), *actor = ac_lua_checkcstring(L, 4);
     double seconds = (double)luaL_optnumber(L, 5, 300.0);
-    const char *reason = luaL_optstring(L, 6, NULL);
+    const char *reason = ac_lua_optcstring(L, 6, NULL);
     lua_Integer fence = luaL_optinteger(L, 7, 0);
     struct ac_err err = AC_ERR_INIT;
     struct ac_chan *ch = ac_lua_checkchan(L, 1);
@@ -319,7 +322,7 @@ static int l_lease(lua_State *L)
 
 static int l_recover_pending(lua_State *L)
 {
-    const char *actor = luaL_checkstring(L, 2), *resolve = luaL_optstring(L, 3, NULL);
+    const char *actor = ac_lua_checkcstring(L, 2), *resolve = ac_lua_optcstring(L, 3, NULL);
     struct ac_err err = AC_ERR_INIT;
     if (ac_tasks_recover_pending(ac_lua_checkchan(L, 1), actor, resolve, &err) == -1)
         return fail(L, &err);

@@ -60,6 +60,27 @@ static int claim_expired(const json_t *claim)
     return ac_task_time(claim, "lease_expires_at") <= ac_isotime_now_us();
 }
 
+/* A new lease record claims/<name>.json must not exist yet: a dotted task
+ * id and a dotted owner can name another task's record ("t1" of "bob.evil"
+ * and "t1.bob" of "evil" are both t1.bob.evil). Refuse before anything is
+ * written (the batch's create would fail halfway, and undoing it must not
+ * touch the other task's record). */
+static int check_claim_name_free(struct ac_board *b, const char *name, const char *id,
+                                 const char *owner, struct ac_err *err)
+{
+    struct ac_record r;
+    int e = 0;
+    if (ac_chan_rec_read(b->ch, AC_CLAIMS, name, &r, NULL) == -1)
+        e = r.sys_errno ? r.sys_errno : EIO;
+    ac_record_free(&r);
+    if (e == ENOENT || e == ENAMETOOLONG)
+        return 0;
+    return ac_task_err(err, "LEASE_NAME_COLLISION",
+                       "lease record %s.json of task %s for %s already exists and is not that task's "
+                       "(another task id and owner give the same file name); use another owner name",
+                       name, id, owner);
+}
+
 static int owner_mismatch(const char *id, const json_t *claim, const char *actor, struct ac_err *err)
 {
     const char *holder = ac_task_str(claim, "owner");
@@ -345,6 +366,8 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         }
         if (take_lease(b, cur, after, actor, now_us, seconds, expires, err) == -1)
             goto done;
+        if (check_claim_name_free(b, new_name, id, actor, err) == -1)
+            goto done;
         nclaim = ac_claim_new(id, b->channel, actor, expires, now, now, NULL, NULL, NULL);
         if (set_claim(b, &ch[nch++], new_name, 0, nclaim, err) == -1)
             goto done;
@@ -436,7 +459,8 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         }
         /* the new holder's claim replaces the old one, or is a new record */
         if (strcmp(new_name, claim_name) == 0 ? claim_change(b, &ch[nch++], claim_name, 1, nclaim, err) == -1
-                : claim_change(b, &ch[nch++], claim_name, 1, NULL, err) == -1 ||
+                : check_claim_name_free(b, new_name, id, actor, err) == -1 ||
+                  claim_change(b, &ch[nch++], claim_name, 1, NULL, err) == -1 ||
                   claim_change(b, &ch[nch++], new_name, 1, nclaim, err) == -1)
             goto done;
         event = "lease.recovered";

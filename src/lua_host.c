@@ -115,6 +115,8 @@ const char *ac_lua_opt_string(lua_State *L, int idx, const char *key, const char
     if (lua_type(L, -1) != LUA_TSTRING)
         luaL_error(L, "field '%s' must be a string", key);
     s = lua_tostring(L, -1);
+    if (strlen(s) != lua_rawlen(L, -1))
+        luaL_error(L, "field '%s' must not contain NUL bytes", key);
     lua_pop(L, 1);   /* the table keeps the string alive */
     return s;
 }
@@ -131,6 +133,20 @@ int ac_lua_fail_err(lua_State *L, const struct ac_err *err)
 {
     return ac_lua_fail(L, err->code ? err->code : "IO_ERROR",
                        err->exit_code ? err->exit_code : 1, err->msg);
+}
+
+const char *ac_lua_checkcstring(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, idx, &len);
+    if (strlen(s) != len)
+        luaL_argerror(L, idx, "string contains a NUL byte");
+    return s;
+}
+
+const char *ac_lua_optcstring(lua_State *L, int idx, const char *def)
+{
+    return lua_isnoneornil(L, idx) ? def : ac_lua_checkcstring(L, idx);
 }
 
 /* package.preload loader for an embedded module (upvalue: its index). */
@@ -178,6 +194,8 @@ void ac_lua_openlibs(lua_State *L)
     lua_setfield(L, -2, "agentchat._fsck");
     lua_pushcfunction(L, luaopen_agentchat_folder);
     lua_setfield(L, -2, "agentchat.folder");
+    lua_pushcfunction(L, luaopen_agentchat_sandboxlib);
+    lua_setfield(L, -2, "agentchat.sandboxlib");
     lua_pushcfunction(L, ac_lua_yaml_alias);
     lua_setfield(L, -2, "yaml");
     if (dev && *dev) {

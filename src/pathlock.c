@@ -155,15 +155,26 @@ struct session {
     int lenient;            /* session_load skips unreadable or bad records */
 };
 
-/* Take the mutex. */
-static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *err)
+/* Take the mutex. A reader (`create` 0) creates no mutex, only once it
+ * succeeded (session_keep): a failing read leaves the channel as it was. */
+static int session_open_mode(struct session *s, struct ac_chan *ch, int create, struct ac_err *err)
 {
     s->ch = ch;
     s->lenient = 0;
     s->mx = NULL;
-    return ac_chan_mutex_enter(ch, AC_PATHLOCK_MUTEX, &s->mx, "PATH_LOCK_TIMEOUT",
-                               "could not acquire path-lock mutation lock", NULL,
-                               "could not lock " AC_MUTEX_PATHLOCKS, err);
+    return ac_chan_mutex_enter(ch, AC_PATHLOCK_MUTEX, create ? 0 : AC_MUTEX_READER, &s->mx,
+                               "PATH_LOCK_TIMEOUT", "could not acquire path-lock mutation lock",
+                               NULL, "could not lock " AC_MUTEX_PATHLOCKS, err);
+}
+
+static int session_open(struct session *s, struct ac_chan *ch, struct ac_err *err)
+{
+    return session_open_mode(s, ch, 1, err);
+}
+
+static void session_keep(struct session *s)
+{
+    ac_mutex_keep(s->mx);
 }
 
 static void session_close(struct session *s)
@@ -536,7 +547,7 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
         paths_free(lp, n);
         return -1;
     }
-    if (session_open(&s, ch, err) == -1) {
+    if (session_open_mode(&s, ch, 0, err) == -1) {
         paths_free(lp, n);
         return -1;
     }
@@ -556,6 +567,7 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
             take(&l, i, &out->v[out->n++]);
     }
     rc = 0;
+    session_keep(&s);
 out:
     session_close(&s);
     ac_locklist_free(&l);
@@ -804,7 +816,7 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
         *pending = 0;
     if (pending_id)
         pending_id[0] = '\0';
-    if (session_open(&s, ch, err) == -1)
+    if (session_open_mode(&s, ch, 0, err) == -1)
         return -1;
     s.lenient = (flags & AC_LIST_LENIENT) != 0;
     if (flags & AC_LIST_IGNORE_JOURNAL) {
@@ -823,6 +835,8 @@ int ac_pathlock_list(struct ac_chan *ch, int flags, struct ac_locklist *out,
     }
     if (rc == 0)
         rc = session_load(&s, out, err);
+    if (rc == 0)
+        session_keep(&s);
     session_close(&s);
     return rc;
 }

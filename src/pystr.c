@@ -5,6 +5,8 @@
  *   spaces: every code point with chr(c).isspace(). */
 #include "agentchat/pystr.h"
 
+#include <errno.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -292,15 +294,19 @@ void ac_py_strip(const char *s, size_t len, size_t *start, size_t *end)
 }
 
 /* Append the decimal digit (any script) at p[0..len) to *v: its length,
- * or 0 when it is not one or *v would pass INT64_MAX. */
-static size_t push_digit(const unsigned char *p, size_t len, uint64_t *v)
+ * or 0 when it is not one. A value that would pass INT64_MAX sets *over
+ * and stays as it was (the callers tell a long decimal from a non-decimal). */
+static size_t push_digit(const unsigned char *p, size_t len, uint64_t *v, int *over)
 {
     uint32_t cp;
     size_t n = ac_utf8_next(p, len, &cp);
     int d = n ? ac_py_decimal(cp) : -1;
-    if (d < 0 || *v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
+    if (d < 0)
         return 0;
-    *v = *v * 10 + (uint64_t)d;
+    if (*v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)d) / 10)
+        *over = 1;
+    else
+        *v = *v * 10 + (uint64_t)d;
     return n;
 }
 
@@ -309,13 +315,22 @@ int ac_py_decimal_value(const char *s, size_t len, uint64_t *value)
     const unsigned char *p = (const unsigned char *)s;
     uint64_t v = 0;
     size_t i = 0;
-    if (len == 0)
+    int over = 0;
+    if (len == 0) {
+        errno = EINVAL;
         return -1;
+    }
     while (i < len) {
-        size_t n = push_digit(p + i, len - i, &v);
-        if (n == 0)
+        size_t n = push_digit(p + i, len - i, &v, &over);
+        if (n == 0) {
+            errno = EINVAL;
             return -1;
+        }
         i += n;
+    }
+    if (over) {
+        errno = ERANGE;
+        return -1;
     }
     *value = v;
     return 0;
@@ -339,7 +354,7 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t a = 0, b = len, i, n;
-    int neg = 0, prev_digit = 0, any = 0;
+    int neg = 0, prev_digit = 0, any = 0, over = 0;
     uint64_t v = 0;
 
     while (a < b && int_space_at(p + a, b - a, &n))
@@ -368,12 +383,12 @@ int ac_py_int_parse(const char *s, size_t len, int64_t *value)
             i++;
             continue;
         }
-        if ((cn = push_digit(p + i, b - i, &v)) == 0)
+        if ((cn = push_digit(p + i, b - i, &v, &over)) == 0)
             return -1;
         prev_digit = any = 1;
         i += cn;
     }
-    if (!any || !prev_digit)
+    if (!any || !prev_digit || over)
         return -1;
     *value = neg ? -(int64_t)v : (int64_t)v;
     return 0;

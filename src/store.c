@@ -13,10 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agentchat/clock.h"
 #include "agentchat/fault.h"
 #include "agentchat/utf8.h"
+
+/* How often a reader holding back an incomplete file looks again. */
+#define INCOMPLETE_RECHECK_NS (20 * 1000000LL)
 
 /* ---- the wrappers ---- */
 
@@ -53,6 +57,24 @@ int ac_store_chan_open(struct ac_store *st, const char *name, struct ac_chan **o
                        struct ac_err *err)
 {
     return st->ops->chan_open(st, name, out, err);
+}
+
+int ac_store_hidden_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err)
+{
+    *names = NULL;
+    *n = 0;
+    if (!HAS(st, 2, chan_hidden))
+        return 0;
+    return st->ops->chan_hidden(st, names, n, err);
+}
+
+int ac_store_chan_open_hidden(struct ac_store *st, const char *name, struct ac_chan **out,
+                              struct ac_err *err)
+{
+    *out = NULL;
+    if (!HAS(st, 2, chan_open_hidden))
+        return ac_err_set(err, AC_EXIT_GENERAL, "CHANNEL_NOT_FOUND", "channel not found");
+    return st->ops->chan_open_hidden(st, name, out, err);
 }
 
 int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta, size_t meta_len,
@@ -207,12 +229,13 @@ int ac_chan_mutex_acquire(struct ac_chan *ch, const char *name, int64_t deadline
     return rc;
 }
 
-int ac_chan_mutex_enter(struct ac_chan *ch, const char *name, struct ac_mutex **out,
+int ac_chan_mutex_enter(struct ac_chan *ch, const char *name, int flags, struct ac_mutex **out,
                         const char *timeout_code, const char *timeout_msg, const char *io_code,
                         const char *io_what, struct ac_err *err)
 {
     struct ac_err merr = AC_ERR_INIT;
-    int rc = ac_chan_mutex_acquire(ch, name, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0, out, &merr);
+    int rc = ac_chan_mutex_acquire(ch, name, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, flags, out,
+                                   &merr);
     if (rc == 0)
         return 0;
     if (rc == AC_MUTEX_TIMEOUT)
@@ -230,6 +253,12 @@ void ac_mutex_release(struct ac_mutex *m)
 {
     if (m)
         m->ops->mutex_release(m);
+}
+
+void ac_mutex_keep(struct ac_mutex *m)
+{
+    if (m && m->ops->version >= 2 && m->ops->mutex_keep)
+        m->ops->mutex_keep(m);
 }
 
 int ac_chan_blob_write(struct ac_chan *ch, const char *name, const char *data, size_t len,
@@ -368,6 +397,7 @@ void ac_listing_free(struct ac_listing *l)
         free(l->v[i].name);
     free(l->v);
     free(l->last_name);
+    free(l->beyond_name);
     memset(l, 0, sizeof *l);
 }
 
@@ -401,6 +431,14 @@ static int add_skip(struct ac_inbox *in, const char *name, int e)
     return 0;
 }
 
+/* Empty or without its final newline, and changed less than
+ * AC_INCOMPLETE_GRACE_SEC ago (a file dated in the future is not fresh). */
+static int fresh_incomplete(const struct ac_inmsg *m)
+{
+    int64_t age = (int64_t)time(NULL) - m->mtime_sec;
+    return m->incomplete && age >= 0 && age < AC_INCOMPLETE_GRACE_SEC;
+}
+
 /* Python reads the frontmatter through a text file that decodes 8 KiB at
  * a time and stops at the closing fence: bytes that are not UTF-8 make it
  * see no frontmatter at all when they lie in a chunk it decodes. So with
@@ -429,9 +467,10 @@ static int drop_unreadable_fm(const char *raw, size_t bad, struct ac_inmsg *m)
     return 0;
 }
 
-/* Read and parse one listed file into in->v (if relevant). */
+/* Read and parse one listed file into in->v (if relevant). With `hold`, a
+ * fresh incomplete file is not loaded: returns 1. */
 static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *agent,
-                    int all, struct ac_inbox *in, struct ac_err *err)
+                    int all, int hold, struct ac_inbox *in, struct ac_err *err)
 {
     struct ac_file f = { NULL, 0, 0, 0 };
     struct ac_inmsg m;
@@ -473,6 +512,12 @@ static int load_one(struct ac_chan *ch, const struct ac_entry *e, const char *ag
         f.len += (size_t)nl;
         m.incomplete = 0;
     }
+    /* Relevant or not, as the rest of its text may say. */
+    if (hold && fresh_incomplete(&m)) {
+        ac_file_free(&f);
+        free(m.decode_error);
+        return 1;
+    }
     m.text = ac_text_from_file(f.data, f.len, &m.text_len);
     if (!m.text || ac_fm_parse(m.text, m.text_len, &m.fm) == -1)
         goto nomem;
@@ -505,16 +550,33 @@ nomem:
     return ac_err_sys(err, ENOMEM, NULL, "could not read messages");
 }
 
+/* Load l->v[from..]. With `hold`, stop at the first fresh incomplete file:
+ * the batch ends below its seq (in->max_seq, where a read moves the
+ * cursor) and in->held is set. */
 static int load_range(struct ac_chan *ch, const struct ac_listing *l, size_t from,
-                      const char *agent, int all, struct ac_inbox *in, struct ac_err *err)
+                      const char *agent, int all, int hold, struct ac_inbox *in, struct ac_err *err)
 {
     size_t i;
     in->max_seq = l->max_seq;
     in->count = l->count;
     for (i = from; i < l->n; i++) {
-        if (load_one(ch, &l->v[i], agent, all, in, err) == -1) {
+        int rc = load_one(ch, &l->v[i], agent, all, hold, in, err);
+        if (rc == -1) {
             ac_inbox_free(in);
             return -1;
+        }
+        if (rc == 1) {
+            uint64_t seq = l->v[i].seq;
+            while (in->n > 0 && in->v[in->n - 1].seq == seq) {     /* a second file of that seq */
+                in->n--;
+                ac_fm_free(&in->v[in->n].fm);
+                free(in->v[in->n].text);
+                free(in->v[in->n].name);
+                free(in->v[in->n].decode_error);
+            }
+            in->max_seq = seq - 1;
+            in->held = 1;
+            return 0;
         }
     }
     return 0;
@@ -523,15 +585,25 @@ static int load_range(struct ac_chan *ch, const struct ac_listing *l, size_t fro
 int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int flags,
                    struct ac_inbox *out, struct ac_err *err)
 {
-    struct ac_listing l;
-    int rc;
+    int64_t give_up = ac_clock_mono_ns() + (int64_t)AC_INCOMPLETE_GRACE_SEC * 1000000000;
 
-    memset(out, 0, sizeof *out);
-    if (ac_chan_msg_list(ch, after, !(flags & AC_INBOX_NO_STAMP), &l, err) == -1)
-        return -1;
-    rc = load_range(ch, &l, 0, agent, (flags & AC_INBOX_ALL) != 0, out, err);
-    ac_listing_free(&l);
-    return rc;
+    for (;;) {
+        struct ac_listing l;
+        int rc;
+
+        memset(out, 0, sizeof *out);
+        if (ac_chan_msg_list(ch, after, !(flags & AC_INBOX_NO_STAMP), &l, err) == -1)
+            return -1;
+        rc = load_range(ch, &l, 0, agent, (flags & AC_INBOX_ALL) != 0, 1, out, err);
+        ac_listing_free(&l);
+        /* A writer mid-write finishes within the grace (or the file stops
+         * being fresh); one that takes longer is left held back. */
+        if (rc == -1 || !out->held || ac_clock_mono_ns() >= give_up)
+            return rc;
+        ac_inbox_free(out);
+        if (ac_clock_sleep_ns(INCOMPLETE_RECHECK_NS) == -1)
+            return ac_err_set(err, AC_EXIT_INTERRUPTED, "INTERRUPTED", "cancelled by user");
+    }
 }
 
 int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_err *err)
@@ -541,7 +613,7 @@ int ac_inbox_last(struct ac_chan *ch, size_t n, struct ac_inbox *out, struct ac_
     memset(out, 0, sizeof *out);
     if (ac_chan_msg_list(ch, -1, 0, &l, err) == -1)
         return -1;
-    rc = load_range(ch, &l, l.n > n ? l.n - n : 0, NULL, 1, out, err);
+    rc = load_range(ch, &l, l.n > n ? l.n - n : 0, NULL, 1, 0, out, err);
     ac_listing_free(&l);
     return rc;
 }
@@ -563,7 +635,7 @@ int ac_inbox_seq(struct ac_chan *ch, uint64_t seq, struct ac_inbox *out, struct 
     out->count = l.count;
     /* The listing is sorted by (seq, name): the files of `seq` come first. */
     for (i = 0; i < l.n && l.v[i].seq == seq && rc == 0; i++)
-        rc = load_one(ch, &l.v[i], NULL, 1, out, err);
+        rc = load_one(ch, &l.v[i], NULL, 1, 0, out, err);
     if (rc == -1)
         ac_inbox_free(out);
     ac_listing_free(&l);

@@ -8,19 +8,7 @@
 
 #include "agentchat/clock.h"
 
-#define INCOMPLETE_GRACE_SEC 2
-#define INCOMPLETE_RECHECK_NS (20 * 1000000LL)
 #define MIN_INTERVAL_NS (10 * 1000000LL)
-
-static int has_fresh_incomplete(const struct ac_inbox *in)
-{
-    time_t now = time(NULL);
-    size_t i;
-    for (i = 0; i < in->n; i++)
-        if (in->v[i].incomplete && now - in->v[i].mtime_sec < INCOMPLETE_GRACE_SEC)
-            return 1;
-    return 0;
-}
 
 static int interrupted(struct ac_err *err)
 {
@@ -55,17 +43,16 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
     w = ac_chan_watch_open(ch, AC_WATCH_MESSAGES, 0);
     for (;;) {
         int64_t now, nap;
-        int pending;
 
         if (ac_clock_interrupted()) {
             rc = interrupted(err);
             break;
         }
+        /* A file still being written is held back there (store.h). */
         if (ac_inbox_fetch(ch, agent, after, 0, out, err) == -1)
             break;
         now = ac_clock_mono_ns();
-        pending = out->n > 0 && has_fresh_incomplete(out);
-        if (out->n > 0 && (!pending || now >= deadline)) {
+        if (out->n > 0) {
             rc = 0;
             break;
         }
@@ -74,7 +61,7 @@ int ac_wait_inbox(struct ac_chan *ch, const char *agent, int64_t after,
             rc = 1;
             break;
         }
-        nap = pending ? INCOMPLETE_RECHECK_NS : interval_ns;
+        nap = interval_ns;
         if (deadline - now < nap)
             nap = deadline - now;
         if (ac_wait_nap(ch, &w, nap, err) == -1) {

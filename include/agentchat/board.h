@@ -63,8 +63,11 @@ struct ac_board {
  * successful mutation). */
 void ac_board_sweep(struct ac_board *b);
 
-/* Lock and load. */
+/* Lock and load. AC_BOARD_READ never creates _tasks.lock; a reader that
+ * succeeded calls ac_board_keep (creates it where it was missing, as the
+ * Python tool's reads leave it) before ac_board_close. */
 int ac_board_open(struct ac_chan *ch, int mode, struct ac_board *b, struct ac_err *err);
+void ac_board_keep(struct ac_board *b);
 void ac_board_close(struct ac_board *b);
 
 /* Read and validate every record (Python's _read_all), then, with `graph`,

@@ -44,9 +44,9 @@
  *              crash   the process kills itself with SIGKILL: no cleanup,
  *                      no atexit, like a power cut from the channel's point
  *                      of view (the kernel keeps what was written)
- *              stop    the process stops itself (SIGSTOP) and, once sent
- *                      SIGCONT, goes on: a holder that stalls at that point
- *                      (the etcd store's fencing tests)
+ *              stop    the process stops itself with SIGSTOP and, once a
+ *                      SIGCONT resumes it, carries on with the step (a
+ *                      holder paused while others steal its lock)
  * A failed sys.write first writes the first half of the buffer, as a disk
  * filling up in the middle of a write does, then fails.
  * A rule that cannot be parsed (an unknown action or errno name, no point

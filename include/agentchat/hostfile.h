@@ -12,6 +12,7 @@
 #define AGENTCHAT_HOSTFILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Read all of the open descriptor fd (a regular file: refused beyond cap
@@ -30,9 +31,9 @@ int ac_host_mkdirs(const char *path, mode_t mode);
 int ac_host_dir_check(const char *dir);
 
 /* The entries of dir/sub (sub may be NULL) in directory order: cb gets
- * each name and its kind ("file", "dir", "symlink" or "other"); a non-zero
- * return stops the listing. */
-typedef int (*ac_host_entry_cb)(void *ctx, const char *name, const char *kind);
+ * each name, its kind ("file", "dir", "symlink" or "other") and, for a
+ * file, its size in bytes (else -1); a non-zero return stops the listing. */
+typedef int (*ac_host_entry_cb)(void *ctx, const char *name, const char *kind, int64_t size);
 int ac_host_dir_list(const char *dir, const char *sub, ac_host_entry_cb cb, void *ctx);
 
 int ac_host_dir_read(const char *dir, const char *rel, size_t cap, char **out, size_t *len);

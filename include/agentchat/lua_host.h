@@ -40,6 +40,13 @@ int ac_lua_push_errno(lua_State *L, int e);
 struct ac_err;
 int ac_lua_fail_err(lua_State *L, const struct ac_err *err);
 
+/* luaL_checkstring / luaL_optstring for a string C reads as a C string
+ * (a name, an id, a path): raises "bad argument #i to 'f' (string contains
+ * a NUL byte)" for one with a NUL inside, which C would cut there
+ * (root:channel("dev\0zzz") would open dev). */
+const char *ac_lua_checkcstring(lua_State *L, int idx);
+const char *ac_lua_optcstring(lua_State *L, int idx, const char *def);
+
 /* Module openers (one per binding file). */
 int luaopen_agentchat_store(lua_State *L);
 int luaopen_agentchat_sys(lua_State *L);
@@ -51,6 +58,7 @@ int luaopen_agentchat_readline(lua_State *L);
 int luaopen_agentchat_yaml(lua_State *L);
 int luaopen_agentchat_fsck(lua_State *L);
 int luaopen_agentchat_folder(lua_State *L);
+int luaopen_agentchat_sandboxlib(lua_State *L);
 /* package.preload["yaml"]: returns require "agentchat.yaml". */
 int ac_lua_yaml_alias(lua_State *L);
 
@@ -58,6 +66,10 @@ struct ac_chan;
 /* The open channel held by the "agentchat.channel" userdata at idx (as
  * returned by store:channel()); raises on anything else or a closed one. */
 struct ac_chan *ac_lua_checkchan(lua_State *L, int idx);
+struct ac_store;
+/* The open store held by the "agentchat.store" userdata at idx (as returned
+ * by store.open()); raises on anything else or a closed one. */
+struct ac_store *ac_lua_checkstore(lua_State *L, int idx);
 
 /* The result of a call that lists names (rc 0 or -1): push the n names as
  * a Lua sequence and free them (ac_names_free), or the failure in err.

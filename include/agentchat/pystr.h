@@ -31,8 +31,8 @@ size_t ac_py_rstrip_len(const char *s, size_t len);
 
 /* Parse s[0..len) as Python int() would after an isdecimal() check: every
  * code point must be a decimal digit (any script) and there must be at least
- * one. Returns 0 and *value on success, -1 when not decimal or when the
- * value does not fit in 63 bits. */
+ * one. Returns 0 and *value on success, -1 when not decimal (errno EINVAL)
+ * or when the value does not fit in 63 bits (errno ERANGE). */
 int ac_py_decimal_value(const char *s, size_t len, uint64_t *value);
 
 /* Python int(str) for base 10: surrounding whitespace, an optional sign,

@@ -39,7 +39,7 @@
  *     rc = ac_chan_mutex_acquire(ch, AC_MUTEX_TASKS, deadline, 0, &mx, &err);
  *     ... ac_chan_rec_scan(ch, AC_TASKS, NULL, 0, &set, &err) ...
  *     ... ac_chan_rec_create / a record-changing command ...
- *     ac_chan_mutex_release(mx);
+ *     ac_mutex_release(mx);
  *
  *     ac_chan_close(ch);                                // every channel first,
  *     ac_store_close(st);                               // then the store
@@ -78,9 +78,12 @@
 #include "agentchat/frontmatter.h"
 
 /* 1: channels, messages, cursors, notification, the legacy marker claim.
- * 2: record families, mutexes, blobs, workspace paths, fsck, batches and
- *    pending batches, notification of acks and cursors (receipts), and the
- *    cursor of a read (its lock and its advance). */
+ * 2: record families, mutexes (a reader's too: mutex_keep), blobs,
+ *    workspace paths, fsck (and the channels only fsck opens: chan_hidden,
+ *    chan_open_hidden), batches and pending batches, notification of acks
+ *    and cursors (receipts), and the cursor of a read (its lock and its
+ *    advance). Version 2 is not released yet: its last three operations
+ *    came with it, appended; a table may leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -145,6 +148,10 @@ struct ac_listing {
     size_t count;           /* number of messages */
     char *last_name;        /* name of the message with max_seq (NULL: none) */
     int from_stamp;         /* answered by a cache, without a listing */
+    size_t beyond;          /* message names whose seq is above 2^63 - 1
+                               (listed by the backend, never in v: readers
+                               skip them, a post refuses to go on) */
+    char *beyond_name;      /* one of them (NULL: none) */
 };
 
 /* ---- records ---- */
@@ -224,8 +231,14 @@ struct ac_mutex {
 #define AC_MUTEX_CHANNEL NULL
 
 enum {
-    AC_MUTEX_EXISTING = 1     /* never create the mutex (a read-only checker:
+    AC_MUTEX_EXISTING = 1,    /* never create the mutex (a read-only checker:
                                  -1 with ENOENT when no writer ever made it) */
+    AC_MUTEX_READER = 2       /* a reading command: do not create the mutex;
+                                 when no writer ever made it, 0 with a handle
+                                 that holds nothing (there is no writer to
+                                 exclude). A read that succeeded calls
+                                 ac_mutex_keep before it releases, so a
+                                 failing read leaves the channel as it was */
 };
 
 /* How long a command waits for a named mutex (the Python tool's 10 s):
@@ -454,6 +467,21 @@ struct ac_store_ops {
      * IO_ERROR. *out is released with ac_mutex_release. */
     int (*cursor_lock)(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
                        struct ac_err *err);
+    /* A read under an AC_MUTEX_READER mutex succeeded: leave the mutex as
+     * the Python tool's reads leave it (the folder: create the lock file
+     * that was missing). Best effort, never fails; may be NULL (nothing to
+     * leave). Called before the mutex's channel is closed. */
+    void (*mutex_keep)(struct ac_mutex *m);
+    /* The channels the store holds but cannot open (the folder: a
+     * directory whose _meta.json exists but is not a regular file, which
+     * every command takes for no channel while init takes it for one),
+     * sorted, for fsck to report. May be NULL (there are none). */
+    int (*chan_hidden)(struct ac_store *st, char ***names, size_t *n, struct ac_err *err);
+    /* Open such a channel for its check alone (ac_chan_fsck, then
+     * ac_chan_close); CHANNEL_NOT_FOUND for a name chan_hidden would not
+     * list. May be NULL. */
+    int (*chan_open_hidden)(struct ac_store *st, const char *name, struct ac_chan **out,
+                            struct ac_err *err);
 };
 
 struct ac_store {
@@ -498,6 +526,9 @@ int ac_store_chan_open(struct ac_store *st, const char *name, struct ac_chan **o
                        struct ac_err *err);
 int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta, size_t meta_len,
                          struct ac_err *err);
+int ac_store_hidden_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err);
+int ac_store_chan_open_hidden(struct ac_store *st, const char *name, struct ac_chan **out,
+                              struct ac_err *err);
 void ac_chan_close(struct ac_chan *ch);
 
 int ac_chan_meta_read(struct ac_chan *ch, struct ac_file *out, struct ac_err *err);
@@ -525,12 +556,13 @@ void ac_chan_rec_where(struct ac_chan *ch, int family, const char *name, char *o
 int ac_chan_mutex_acquire(struct ac_chan *ch, const char *name, int64_t deadline_ns, int flags,
                           struct ac_mutex **out, struct ac_err *err);
 void ac_mutex_release(struct ac_mutex *m);      /* NULL: nothing */
-/* ac_chan_mutex_acquire for one command: wait AC_MUTEX_WAIT_NS and fail
+void ac_mutex_keep(struct ac_mutex *m);         /* see ops->mutex_keep; NULL: nothing */
+/* ac_chan_mutex_acquire (with `flags`) for one command: wait AC_MUTEX_WAIT_NS and fail
  * with the caller's codes: `timeout_code` ("TASK_LOCK_TIMEOUT") and
  * `timeout_msg` when another kept it, INTERRUPTED (exit 130) on SIGINT,
  * `io_code` (NULL: IO_ERROR) with "<io_what>: <strerror>" for a system
  * error. */
-int ac_chan_mutex_enter(struct ac_chan *ch, const char *name, struct ac_mutex **out,
+int ac_chan_mutex_enter(struct ac_chan *ch, const char *name, int flags, struct ac_mutex **out,
                         const char *timeout_code, const char *timeout_msg, const char *io_code,
                         const char *io_what, struct ac_err *err);
 int ac_chan_blob_write(struct ac_chan *ch, const char *name, const char *data, size_t len,
@@ -570,7 +602,7 @@ struct ac_inmsg {
     size_t text_len;
     struct ac_fm fm;          /* points into text */
     int64_t mtime_sec;
-    int incomplete;           /* empty or not newline-terminated (see wait.c) */
+    int incomplete;           /* empty or not newline-terminated */
     uint64_t truncated;       /* full size when only a prefix is shown, else 0 */
     char *decode_error;       /* not UTF-8: Python's read_text() error, else NULL;
                                  fm is then empty when Python's reader of the
@@ -589,6 +621,8 @@ struct ac_inbox {
     size_t count;             /* messages in the channel */
     struct ac_skip *skipped;  /* messages that could not be read */
     size_t nskipped;
+    int held;                 /* the batch stops below a file still being
+                                 written (ac_inbox_fetch) */
 };
 
 enum {
@@ -596,8 +630,21 @@ enum {
     AC_INBOX_NO_STAMP = 2     /* always list the messages */
 };
 
+/* A message file that is empty or lacks its final newline and changed
+ * less than this many seconds ago is taken for one still being written (the
+ * Python tool writes messages in place). */
+#define AC_INCOMPLETE_GRACE_SEC 2
+
 /* Messages with seq > after that are relevant to `agent` (or all of them
- * with AC_INBOX_ALL), read and parsed. */
+ * with AC_INBOX_ALL), read and parsed.
+ * Incomplete files: every reader that moves a cursor (read, wait, inbox,
+ * watch) gets its batch here, so the rule lives here. A fresh incomplete
+ * file, relevant or not, is never returned and nothing above it is: the
+ * batch ends below it (out->max_seq) and out->held is set. The call looks
+ * again every 20 ms for up to AC_INCOMPLETE_GRACE_SEC, by which time a
+ * writer has finished or the file is no longer fresh (then it is returned
+ * as it is: a hand-made file without a final newline). INTERRUPTED on a
+ * signal while it waits. */
 int ac_inbox_fetch(struct ac_chan *ch, const char *agent, int64_t after, int flags,
                    struct ac_inbox *out, struct ac_err *err);
 

@@ -11,11 +11,9 @@
  * whole mechanism where notification is unavailable (network and FUSE file
  * systems, WSL drvfs). One monotonic deadline is computed on entry.
  *
- * Files written in place by the Python tool can be seen half written. A
- * relevant message that is empty or does not end in a newline and was
- * modified less than 2 s ago is treated as still being written: the wait
- * holds its result until the writer finishes (or the 2 s pass, or the
- * deadline comes), rechecking every 20 ms.
+ * Files written in place by the Python tool can be seen half written:
+ * ac_inbox_fetch holds such a file back, as for every reader (store.h), so
+ * the wait returns only what comes before it, or waits on.
  */
 #ifndef AGENTCHAT_WAIT_H
 #define AGENTCHAT_WAIT_H

@@ -29,6 +29,9 @@ local fail = errors.fail
 
 M.LINE_MAX = 1 << 20        -- bytes of one JSONL line
 M.FILE_MAX = 64 << 20       -- bytes of one file
+M.TOTAL_MAX = 64 << 20      -- bytes of all the folder's mailbox files together: what
+                            -- is read is held as records until posted (five 64 MiB
+                            -- files took 5.1 GB)
 M.TITLE_MAX = 72            -- characters of a title made from a body
 M.KINDS = { team = true, bus = true }
 
@@ -153,6 +156,33 @@ function M.note(plan, file, line, message)
   plan.warnings[#plan.warnings + 1] = { file = file, line = line, message = message }
 end
 
+--- Refuse up front (before anything is parsed) a folder whose mailbox
+--- files, the sources {file = "inbox/x.jsonl"}, hold more than TOTAL_MAX
+--- bytes together; each_record checks the bytes it reads again.
+function M.check_total(dir, sources)
+  local sizes, total = {}, 0
+  for _, src in ipairs(sources) do
+    local sub, name = src.file:match("^(.*)/([^/]*)$")
+    local key = sub or ""
+    if not sizes[key] then
+      sizes[key] = {}
+      for _, e in ipairs(folder.list(dir, sub) or {}) do
+        sizes[key][e.name] = e.size
+      end
+    end
+    total = total + (sizes[key][name or src.file] or 0)
+  end
+  if total > M.TOTAL_MAX then
+    return M.too_large(total)
+  end
+  return true
+end
+
+function M.too_large(bytes)
+  return fail("IMPORT_TOO_LARGE", string.format("the folder's mailbox files hold %.1f MiB together, more than %d "
+    .. "MiB; import it in parts", bytes / (1 << 20), M.TOTAL_MAX >> 20))
+end
+
 --- Read the file src.file of dir and call fn(record, lineno) for each line
 --- that parse(object, src.owner) turns into a record; a line it refuses
 --- (nil and the problem) becomes a warning. Returns true or the failure
@@ -161,6 +191,11 @@ function M.each_record(plan, dir, src, parse, fn)
   local text, msg, code, exit = M.read(dir, src.file)
   if not text then
     return nil, msg, code, exit
+  end
+  -- Refused before the file is parsed: the records are what takes memory.
+  plan.bytes = (plan.bytes or 0) + #text
+  if plan.bytes > M.TOTAL_MAX then      -- grown since check_total
+    return M.too_large(plan.bytes)
   end
   M.each_line(plan, src.file, text, function(obj, n)
     local rec, problem = parse(obj, src.owner)

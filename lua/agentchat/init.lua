@@ -247,9 +247,15 @@ end
 
 --- Create a channel. opts.members: list of names (kept in order), opts.topic.
 function Root:init(name, opts)
-  opts = opts or {}
   if type(name) ~= "string" then
     error("channel name must be a string", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("init expects an options table", 2)
+  end
+  opts = opts or {}
+  if type(opts.members or {}) ~= "table" then
+    error("init: members must be a list of names", 2)
   end
   local ok, msg, code, exit = store.check_name(name)
   if not ok then

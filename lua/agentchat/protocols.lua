@@ -549,8 +549,9 @@ end
 function M.team(ch, opts)
   opts = opts or {}
   local silent_after = opts.silent_after or M.DEFAULT_SILENT_AFTER
-  if type(silent_after) ~= "number" or silent_after ~= silent_after or silent_after < 0 then
-    error("team: silent_after must be a number of seconds >= 0", 2)
+  if type(silent_after) ~= "number" or silent_after ~= silent_after or silent_after < 0
+      or silent_after == math.huge then
+    error("team: silent_after must be a finite number of seconds >= 0", 2)
   end
   if opts.now ~= nil and type(opts.now) ~= "number" then
     error("team: now must be seconds since 1970", 2)

@@ -10,19 +10,24 @@
 -- back into the host. opts:
 --   budget      VM instructions the template may execute (default 50e6)
 --   max_output  largest string it may build or return, in bytes (16 MiB)
---   max_memory  heap growth it may cause, in bytes (256 MiB)
---   max_seconds CPU time it may use (5): a backstop for instructions whose
---               cost grows with the data; the budget normally ends first
+--   max_memory  heap growth it may cause, in bytes (256 MiB): the
+--               allocator refuses anything past it, so no allocation
+--               overshoots it
+--   max_seconds wall-clock time it may run (5): a backstop for instructions
+--               whose cost grows with the data; the budget normally ends
+--               first
 --   stats       a table; filled with instructions (approximate, includes
 --               the charges below) and memory (peak growth seen, bytes)
 -- Failures return nil, a one-line message (no code prefix), and one of
 --   TEMPLATE_LOAD_ERROR       the source does not compile (text only: a
 --                             binary chunk is refused)
 --   TEMPLATE_RUNTIME_ERROR    the template raised
---   TEMPLATE_BUDGET_EXCEEDED  it ran out of instructions (or CPU time)
+--   TEMPLATE_BUDGET_EXCEEDED  it ran out of instructions (or time)
 --   TEMPLATE_MEMORY_EXCEEDED  it grew the heap (or one string) too far
 --   TEMPLATE_BAD_RESULT       it returned a non-string or too long a string
 --   TEMPLATE_FORBIDDEN        it touched a capability templates do not get
+--   INTERRUPTED               SIGINT or SIGTERM arrived while it ran
+--                             ("cancelled by user")
 -- The three limit codes and TEMPLATE_FORBIDDEN are final: once raised, the
 -- template's own pcall cannot swallow them (every later instruction raises
 -- again), and render reports them even if the template then returns.
@@ -37,13 +42,17 @@
 -- dofile, debug, package, collectgarbage, getmetatable, coroutine, print,
 -- string.dump ... raises TEMPLATE_FORBIDDEN; other unknown globals are nil.
 --
--- Known limits. Time is checked between instructions, so a single library
--- call is never interrupted: a backtracking pattern (("a*"):rep(3) .. "b"
--- over 1,000 "a"s, or ("a?"):rep(40) .. ("a"):rep(40)) can run for
--- minutes. Where templates come from strangers, run the CLI under an
--- outside time limit too. The heap cap is checked between instructions and
--- on each GC cycle, not by the allocator: one allocation can overshoot it
--- (s = s .. s stops near twice the cap).
+-- Every library function a template can reach is charged for its work or
+-- bounded before it runs: the pattern functions (find, match, gmatch, gsub)
+-- are agentchat.sandboxlib's, which behave exactly like the string
+-- library's but count their steps and report them every 1000 (a
+-- backtracking pattern is stopped like a loop); string.rep pays for each
+-- repetition, even of ""; the builders check the size of what they would
+-- build. So the count hook (every 1000 instructions) and the meter see
+-- time pass everywhere: the time limit, the budget and SIGINT/SIGTERM stop
+-- a template within about a millisecond of work. The heap cap is enforced
+-- by the allocator (sandboxlib.heap_limit): an allocation past it fails
+-- before a byte is copied.
 local M = {}
 
 M.DEFAULT_BUDGET = 50 * 1000 * 1000
@@ -60,10 +69,15 @@ local STEP = 1000
 local SLOW = 0.005
 -- Library calls run in C, unseen by the count hook, so they are charged
 -- instructions for their work, priced from measurements (one instruction
--- is about 2 ns here): copying or converting costs 1 per 8 bytes, pattern
--- matching 1 per byte of subject.
-local COPY, SCAN = 1 / 8, 1
-
+-- is about 2 ns here): copying or converting costs 1 per 8 bytes, each
+-- repetition of string.rep 1; the pattern functions meter themselves (one
+-- per matcher step).
+local COPY, MOVE = 1 / 8, 15
+-- A charge this large is first checked against the time left, at a lower
+-- bound of the real price (1 ns an instruction, about 2.5 ns measured):
+-- with a budget too large to stop it, a single call that cannot end in
+-- time is refused at once rather than run past the time limit.
+local BIG_CHARGE, NS_PER_INSTRUCTION = 1e6, 1
 local BUDGET, MEMORY, FORBIDDEN = "TEMPLATE_BUDGET_EXCEEDED", "TEMPLATE_MEMORY_EXCEEDED", "TEMPLATE_FORBIDDEN"
 
 -- The host's functions, captured once: templates only ever see copies.
@@ -72,6 +86,9 @@ local sethook, getmetatable_raw = debug.sethook, debug.getmetatable
 local cocreate, coresume = coroutine.create, coroutine.resume
 local format, gsub, find, sub = string.format, string.gsub, string.find, string.sub
 local floor, log, clock = math.floor, math.log, os.clock
+local lib = require "agentchat.sandboxlib"
+local sys = require "agentchat.sys"
+local monotonic, interrupted = sys.monotonic, sys.interrupted
 local load, type, next, select, error, tostring, setmetatable, collectgarbage =
   load, type, next, select, error, tostring, setmetatable, collectgarbage
 
@@ -168,11 +185,14 @@ local function environment(ctl)
   local function cost(per_byte, x)
     charge(floor(len(x) * per_byte))
   end
-  local function size_check(what, n)
+  -- `metered`: the call charges its own work (sandboxlib).
+  local function size_check(what, n, metered)
     if n > limit then
       abort(MEMORY, format("%s would build %.0f bytes, more than the %d-byte limit", what, n, limit))
     end
-    charge(floor(n * COPY))
+    if not metered then
+      charge(floor(n * COPY))
+    end
   end
 
   local env = {}
@@ -200,12 +220,15 @@ local function environment(ctl)
   -- check between instructions cannot see one call allocate gigabytes.
   -- The wrappers call string.rep and not a local `rep`: a field name
   -- survives stripped bytecode, so argument errors still name 'rep'.
+  -- sandboxlib.rep meters each repetition: string.rep("", 2^53) copies
+  -- nothing and never ended.
   function S.rep(s, n, sep)
     n = num(n)
     if type(n) == "number" and n > 0 then
-      size_check("string.rep", n * len(s) + (n - 1) * len(sep))
+      size_check("string.rep", n * len(s) + (n - 1) * len(sep), true)
     end
-    return string.rep(s, n, sep)
+    local r = lib.rep(s, n, sep)
+    return r
   end
   function S.format(fmt, ...)
     -- %q at most quadruples a string; anything else prints in 512 bytes,
@@ -246,30 +269,12 @@ local function environment(ctl)
         return v
       end
     end
-    cost(SCAN, s)
-    return string.gsub(s, pattern, repl, n)
+    -- Not a tail call: an argument error then names 'gsub'.
+    local r, count = lib.gsub(s, pattern, repl, n)
+    return r, count
   end
-  -- Pattern matching pays for the subject from `init` on; the rest for the
-  -- bytes they copy.
-  local function scan(s, init)
-    local n = len(s)
-    if type(init) == "number" then
-      n = init < 0 and -init or n - init + 1
-    end
-    charge(n > 0 and n * SCAN or 0)
-  end
-  function S.find(s, pattern, init, plain)
-    scan(s, init)
-    return string.find(s, pattern, init, plain)
-  end
-  function S.match(s, pattern, init)
-    scan(s, init)
-    return string.match(s, pattern, init)
-  end
-  function S.gmatch(s, pattern, init)
-    scan(s, init)
-    return string.gmatch(s, pattern, init)
-  end
+  -- The pattern functions meter their own work (see the top of the file).
+  S.find, S.match, S.gmatch = lib.find, lib.match, lib.gmatch
   function S.lower(s)
     cost(COPY, s)
     return string.lower(s)
@@ -305,11 +310,12 @@ local function environment(ctl)
     end
     return table.concat(t, sep, i, j)
   end
-  -- These loop in C over as many elements as asked: charge per element.
+  -- These loop in C over as many elements as asked: charge per element
+  -- (a move gets and sets each, about 40 ns: 15 instructions).
   function T.move(a1, f, e, t, a2)
     f, e = num(f), num(e)
     if type(f) == "number" and type(e) == "number" and e >= f then
-      charge(e - f + 1)
+      charge((e - f + 1) * MOVE)
     end
     return table.move(a1, f, e, t, a2)
   end
@@ -418,22 +424,48 @@ function M.render(source, chunkname, state, opts)
   -- The first failure wins and sticks: the hook then fires on every
   -- instruction, so no pcall in the template can outlast it. The error
   -- value is a fresh string; the template never holds `failure` itself.
+  -- `code` may be one of the failures made below, before the heap is
+  -- capped: at the cap there may be no room for a new table.
   local function stop(code, message)
-    failure = failure or { code = code, message = message }
+    failure = failure or (type(code) == "table" and code) or { code = code, message = message }
     sethook(co, fail_hook, "", 1)
   end
   local function abort(code, message)
     stop(code, message)
     error(failure.message, 0)
   end
-  local budget_msg = format("template exceeded its instruction budget (%.0f instructions)", budget)
-  local time_msg = format("template exceeded its CPU time limit (%g s)", max_seconds)
-  local memory_msg = format("template exceeded its memory limit (%.0f bytes)", max_memory)
+  local over_budget = { code = BUDGET,
+                        message = format("template exceeded its instruction budget (%.0f instructions)", budget) }
+  local over_time = { code = BUDGET, message = format("template exceeded its time limit (%g s)", max_seconds) }
+  local over_memory = { code = MEMORY,
+                        message = format("template exceeded its memory limit (%.0f bytes)", max_memory) }
+  local cancelled = { code = "INTERRUPTED", message = "cancelled by user" }
+  local deadline = monotonic() + max_seconds
   local function charge(n)
     used = used + n
     if used > budget then
-      abort(BUDGET, budget_msg)
+      abort(over_budget)
     end
+    if n > BIG_CHARGE and n * NS_PER_INSTRUCTION * 1e-9 > deadline - monotonic() then
+      abort(over_time)
+    end
+  end
+  -- Wall clock, signals and the heap cap, checked by the count hook and by
+  -- the pattern functions' meter.
+  local function check()
+    if lib.heap_refused() then
+      abort(over_memory)
+    end
+    if monotonic() > deadline then
+      abort(over_time)
+    end
+    if interrupted() then
+      abort(cancelled)
+    end
+  end
+  local function meter(n)
+    check()
+    charge(n)
   end
 
   local env, methods = environment({ charge = charge, abort = abort, limit = max_output,
@@ -456,17 +488,14 @@ function M.render(source, chunkname, state, opts)
   end
   -- Instructions cost about 2 ns, except a few whose cost grows with the
   -- data (copying a long vararg list, comparing long strings): after an
-  -- interval that was slow the hook runs after every instruction, so the
-  -- CPU deadline holds to within one of them; fast intervals double it
+  -- interval that used much CPU the hook runs after every instruction, so
+  -- the deadline holds to within one of them; fast intervals double it
   -- back to STEP.
   local count, last = STEP, clock()
-  local deadline = last + max_seconds
   local function hook()
+    check()
     charge(count)
     local now = clock()
-    if now > deadline then
-      abort(BUDGET, time_msg)
-    end
     local n = now - last > SLOW and 1 or count < STEP and count * 2 or STEP
     if n ~= count then
       count = n
@@ -474,7 +503,7 @@ function M.render(source, chunkname, state, opts)
     end
     last = now
     if over() then
-      abort(MEMORY, memory_msg)
+      abort(over_memory)
     end
   end
   -- A finalizer that re-arms itself runs once per GC cycle: it catches a
@@ -498,18 +527,32 @@ function M.render(source, chunkname, state, opts)
   setmetatable({}, canary)
   local smt = getmetatable_raw("")
   local saved = smt.__index
-  smt.__index = methods
-  local ok, res = coresume(co, state)
-  smt.__index = saved
-  done = true
-  sethook(co)
+  -- Undone however the resume ends: a SIGINT also raises in the caller's
+  -- thread as soon as the resume returns (lua_host.c's interrupt hook), and
+  -- the host must not go on with the template's string methods, meter or
+  -- heap cap.
+  local refused, ok, res = false, false, nil
+  do
+    local _ <close> = setmetatable({}, { __close = function()
+      refused = lib.heap_refused()
+      lib.heap_limit(nil)
+      lib.set_meter(nil)
+      smt.__index = saved
+      done = true
+      sethook(co)
+    end })
+    smt.__index = methods
+    lib.set_meter(meter)
+    lib.heap_limit(max_memory)
+    ok, res = coresume(co, state)
+  end
 
   if type(opts.stats) == "table" then
     opts.stats.instructions = floor(used)
     opts.stats.memory = floor((peak_kb - base) * 1024)
   end
-  if not failure and not ok and res == "not enough memory" then
-    failure = { code = MEMORY, message = memory_msg }
+  if not failure and (refused or (not ok and res == "not enough memory")) then
+    failure = over_memory
   end
   if failure then
     if failure.code == MEMORY then
@@ -524,6 +567,11 @@ function M.render(source, chunkname, state, opts)
   elseif #res > max_output then
     return nil, format("template returned %d bytes, more than the %d-byte limit", #res, max_output),
       "TEMPLATE_BAD_RESULT"
+  elseif find(res, "\0", 1, true) then
+    -- state.md is text: what readers and the Python tool read back
+    return nil, "template returned text with a NUL byte", "TEMPLATE_BAD_RESULT"
+  elseif not sys.utf8_valid(res) then
+    return nil, "template returned text that is not valid UTF-8", "TEMPLATE_BAD_RESULT"
   end
   return res
 end

@@ -774,6 +774,9 @@ int ac_etcd_call(struct ac_etcd *e, const char *path, const json_t *req, unsigne
     char *body;
     size_t len, refused = 0, unknown = 0;
     int reauthed = 0, rc = -1, k = 0;
+    /* Once a member has said "no leader", that is the call's story: a later
+     * attempt cut short by the deadline times out, which says less. */
+    int no_leader = 0;
     int64_t start = ac_clock_mono_ns();
     struct ac_err last = AC_ERR_INIT;
 
@@ -796,7 +799,7 @@ int ac_etcd_call(struct ac_etcd *e, const char *path, const json_t *req, unsigne
             if (!last.code)
                 ac_err_set(err, AC_EXIT_GENERAL, "ETCD_TIMEOUT",
                            "etcd: deadline passed before the request was sent");
-            else if (strcmp(last.code, "ETCD_NO_LEADER") == 0)
+            else if (no_leader)
                 ac_err_set(err, AC_EXIT_GENERAL, "ETCD_NO_LEADER",
                            "etcd has no leader (quorum lost?) for %ld ms; last: %s", ms,
                            last.msg);
@@ -811,6 +814,8 @@ int ac_etcd_call(struct ac_etcd *e, const char *path, const json_t *req, unsigne
             break;
         }
         out = attempt(e, i, path, body, len, deadline, reply, &last);
+        if (last.code && strcmp(last.code, "ETCD_NO_LEADER") == 0)
+            no_leader = 1;
         if (out == OUT_OK) {
             rc = 0;
             break;

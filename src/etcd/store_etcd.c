@@ -1544,4 +1544,7 @@ static const struct ac_store_ops et_ops = {
     NULL,
     et_cursor_advance,
     et_cursor_lock,
+    NULL,                       /* mutex_keep: a reader leaves nothing behind */
+    NULL,                       /* chan_hidden: every channel record opens */
+    NULL,
 };

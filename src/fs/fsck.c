@@ -72,6 +72,7 @@ static const struct {
     { "FSCK_STRAY_TEMP", AC_FSCK_REPAIRABLE },
     { "FSCK_STALE_RESERVATION", AC_FSCK_REPAIRABLE },
     { "FSCK_STALE_SEQ_LOCK", AC_FSCK_REPAIRABLE },
+    { "FSCK_PLANTED_LOCK", AC_FSCK_REPAIRABLE },
     { "FSCK_BUSY", AC_FSCK_BUSY },
 };
 #define NCODES (sizeof codes / sizeof codes[0])
@@ -209,20 +210,6 @@ static const char *read_problem(int e, char *buf, size_t size)
 
 /* ---- names of our own files ---- */
 
-/* The atomic writer's temp: ".<name>.<8 of [a-z0-9]>.tmp" (fsutil.c). The
- * exact shape matters: the channel folder is also a workspace, and an
- * editor's ".notes.tmp" there is not ours to report or remove. */
-static int is_temp_name(const char *name)
-{
-    size_t len = strlen(name), i;
-    if (name[0] != '.' || len < 15 || strcmp(name + len - 4, ".tmp") != 0 || name[len - 13] != '.')
-        return 0;
-    for (i = len - 12; i < len - 4; i++)
-        if (!(islower((unsigned char)name[i]) || isdigit((unsigned char)name[i])))
-            return 0;
-    return 1;
-}
-
 /* A seq reservation ".seqres-<decimal>" (seq.c). */
 static int is_reservation(const char *name)
 {
@@ -347,7 +334,8 @@ static void check_debris(struct fsck *f, int dirfd, const char *dir, const struc
         const char *name = names->v[i].name;
         int resv = dir == NULL && is_reservation(name);
         struct ac_finding *fd;
-        if ((!resv && !is_temp_name(name)) || !is_old_file(f, dirfd, name, AC_FSCK_DEBRIS_AGE))
+        if ((!resv && !ac_is_temp_name(name, dir == NULL ? ac_channel_temp_targets : NULL)) ||
+            !is_old_file(f, dirfd, name, AC_FSCK_DEBRIS_AGE))
             continue;
         join(path, sizeof path, dir, name);
         if (resv)
@@ -377,6 +365,38 @@ static const struct {
     { ".acks", 1 },
 };
 
+/* The lock entries no writer of ours can have made in another shape: a
+ * `_seq.lock` that is not a directory (posters mkdir it), a `_tasks.lock`
+ * or `.path-locks.lock` that is neither a regular file nor a directory (a
+ * symlink, a FIFO: the mutex opens it with O_NOFOLLOW and refuses). Every
+ * post, task or lock command fails while one is there, and nobody can hold
+ * it, so --repair removes it, after checking its type again. */
+static int planted_lock(const char *name, mode_t mode)
+{
+    if (strcmp(name, AC_SEQ_LOCK_DIR) == 0)
+        return !S_ISDIR(mode);
+    if (strcmp(name, AC_MUTEX_TASKS) == 0 || strcmp(name, AC_MUTEX_PATHLOCKS) == 0)
+        return !S_ISDIR(mode) && !S_ISREG(mode);
+    return 0;
+}
+
+static void check_planted_lock(struct fsck *f, const char *name, mode_t mode)
+{
+    struct stat st;
+    char hint[QUOTE_MAX + 64];
+    struct ac_finding *fd;
+
+    repair_hint(f, hint, sizeof hint);
+    fd = add(f, "FSCK_PLANTED_LOCK", name, "is %s, which no %s made: every %s fails while it is there%s",
+             kind_of(mode), strcmp(name, AC_SEQ_LOCK_DIR) == 0 ? "poster" : "command",
+             strcmp(name, AC_SEQ_LOCK_DIR) == 0 ? "post" : strcmp(name, AC_MUTEX_TASKS) == 0
+                 ? "task command" : "path-lock command", hint);
+    if (f->repair && fd && fstatat(f->chfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        planted_lock(name, st.st_mode) && ac_sys_unlinkat(f->chfd, name, 0) == 0 &&
+        ac_fsync_dir(f->chfd) == 0)
+        mark_repaired(f, fd, "removed");
+}
+
 static void check_layout(struct fsck *f)
 {
     size_t i;
@@ -384,9 +404,15 @@ static void check_layout(struct fsck *f)
         struct stat st;
         if (fstatat(f->chfd, layout[i].name, &st, AT_SYMLINK_NOFOLLOW) == -1)
             continue;
+        if (planted_lock(layout[i].name, st.st_mode)) {
+            check_planted_lock(f, layout[i].name, st.st_mode);
+            continue;
+        }
         if (layout[i].dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-            add(f, "FSCK_BAD_ENTRY", layout[i].name, "is %s, expected %s", kind_of(st.st_mode),
-                layout[i].dir ? "a directory" : "a regular file");
+            add(f, "FSCK_BAD_ENTRY", layout[i].name, "is %s, expected %s%s", kind_of(st.st_mode),
+                layout[i].dir ? "a directory" : "a regular file",
+                strcmp(layout[i].name, AC_META_FILE) == 0
+                    ? " (no command can open the channel: they say it does not exist)" : "");
     }
 }
 
@@ -493,26 +519,20 @@ static void check_duplicates(struct fsck *f, const struct ents *msgs)
  * decimal (why says so); -2 when it is a directory (layout reports it). */
 static int read_seqhigh(struct fsck *f, uint64_t *v, char *why, size_t size)
 {
-    char *data;
-    size_t len;
-    const char *s;
-    if (ac_read_file_at(f->chfd, AC_SEQ_HIGH_FILE, 64, &data, &len) == -1) {
-        if (errno == ENOENT)
-            return 0;
-        if (errno == EISDIR || errno == EINVAL)
-            return -2;
-        snprintf(why, size, "%s", errno == EFBIG ? "is not a decimal seq" : read_problem(errno, why, size));
-        return -1;
-    }
-    s = data;
-    strip(&s, &len);
-    if (!parse_seq(s, len, v)) {
-        free(data);
+    struct stat st;
+    if (fstatat(f->chfd, AC_SEQ_HIGH_FILE, &st, AT_SYMLINK_NOFOLLOW) == -1 && errno == ENOENT)
+        return 0;
+    if (ac_seq_high_get(f->chfd, v, NULL) == 0)
+        return 1;
+    if (errno == EISDIR || (errno == EINVAL && !S_ISREG(st.st_mode)) || errno == ELOOP)
+        return -2;
+    if (errno == ERANGE)
+        snprintf(why, size, "is above %" PRIu64 ", the highest seq", AC_SEQ_MAX);
+    else if (errno == EINVAL)
         snprintf(why, size, "is not a decimal seq");
-        return -1;
-    }
-    free(data);
-    return 1;
+    else
+        read_problem(errno, why, size);
+    return -1;
 }
 
 static size_t check_seqhigh(struct fsck *f)
@@ -586,11 +606,12 @@ static void repair_channel_dir(struct fsck *f, size_t stale_at, const struct ent
     if (seqhigh_at != NONE) {
         struct ac_listing l;
         char what[96];
-        uint64_t was = ac_seq_high_read(f->chfd);
+        uint64_t was;
+        int valid = ac_seq_high_get(f->chfd, &was, NULL) == 0;
         if (ac_scan_list(f->chfd, INT64_MAX, 0, &l, &ignored) == 0) {
-            if (l.max_seq <= was) {
+            if (valid && l.max_seq <= was) {
                 mark_repaired(f, &f->r->v[seqhigh_at], "already raised by a post");
-            } else if (ac_seq_high_write(f->chfd, l.max_seq) == 0 && ac_fsync_dir(f->chfd) == 0) {
+            } else if (ac_seq_high_raise(f->chfd, l.max_seq, &lk) == 0 && ac_fsync_dir(f->chfd) == 0) {
                 snprintf(what, sizeof what, "raised to %" PRIu64, l.max_seq);
                 mark_repaired(f, &f->r->v[seqhigh_at], what);
             }
@@ -613,8 +634,13 @@ static void check_channel_dir(struct fsck *f)
     }
     for (i = 0; i < names.n; i++) {
         uint64_t seq;
-        if (ac_scan_parse_name(names.v[i].name, &seq))
+        int kind = ac_scan_parse_name(names.v[i].name, &seq);
+        if (kind == 1)
             ents_push(&msgs, names.v[i].name, seq);
+        else if (kind == -1)
+            add(f, "FSCK_BAD_MESSAGE", names.v[i].name,
+                "has a seq above %" PRIu64 ", the highest seq: readers skip it and posts refuse to "
+                "go on until it is renamed or removed", AC_SEQ_MAX);
     }
     if (msgs.oom) {
         f->oom = 1;

@@ -277,6 +277,13 @@ static int fault_at(const char *tag, const char *step)
 int ac_publish_temp(int dirfd, const char *tmp, int fd, const void *data, size_t len,
                     const char *name, int flags, const char *fault_tag)
 {
+    return ac_publish_temp_gated(dirfd, tmp, fd, data, len, name, flags, fault_tag, NULL, NULL);
+}
+
+int ac_publish_temp_gated(int dirfd, const char *tmp, int fd, const void *data, size_t len,
+                          const char *name, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx)
+{
     int saved;
     if (fault_at(fault_tag, "write") == -1 || ac_write_all(fd, data, len) == -1)
         goto fail;
@@ -289,6 +296,10 @@ int ac_publish_temp(int dirfd, const char *tmp, int fd, const void *data, size_t
     fd = -1;
     if (fault_at(fault_tag, "publish") == -1)
         goto fail;
+    if (gate && gate(gate_ctx) == -1) {
+        errno = ENOLCK;
+        goto fail;
+    }
     if (flags & AC_ATOMIC_NOREPLACE) {
         if (ac_sys_linkat(dirfd, tmp, dirfd, name) == -1)
             goto fail;
@@ -315,6 +326,13 @@ fail:
 int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
                     mode_t mode, int flags, const char *fault_tag)
 {
+    return ac_write_atomic_gated(dirfd, name, data, len, mode, flags, fault_tag, NULL, NULL);
+}
+
+int ac_write_atomic_gated(int dirfd, const char *name, const void *data, size_t len,
+                          mode_t mode, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx)
+{
     char tmp[NAME_MAX + 1], rnd[9];
     size_t nlen = strlen(name);
     int fd = -1, tries;
@@ -332,7 +350,7 @@ int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
     }
     if (fd == -1)
         return -1;
-    return ac_publish_temp(dirfd, tmp, fd, data, len, name, flags, fault_tag);
+    return ac_publish_temp_gated(dirfd, tmp, fd, data, len, name, flags, fault_tag, gate, gate_ctx);
 }
 
 int ac_rename_noreplace(int dirfd, const char *from, const char *to)
@@ -413,18 +431,36 @@ int ac_is_regular_at(int dirfd, const char *name)
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
+int ac_is_temp_name(const char *name, const char *const *targets)
+{
+    size_t len = strlen(name), i;
+    if (name[0] != '.' || len < 15 || strcmp(name + len - 4, ".tmp") != 0 || name[len - 13] != '.')
+        return 0;
+    for (i = len - 12; i < len - 4; i++)     /* random_suffix's alphabet */
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9')))
+            return 0;
+    if (!targets)
+        return 1;
+    for (; *targets; targets++) {
+        const char *t = (*targets)[0] == '.' ? *targets + 1 : *targets;
+        if (strlen(t) == len - 14 && strncmp(name + 1, t, len - 14) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 struct sweep {
     int dirfd;
     int64_t min_age, now;
     int removed;
+    const char *const *targets;
 };
 
 static int sweep_cb(void *ctx, const char *name, unsigned char type)
 {
     struct sweep *s = ctx;
-    size_t len = strlen(name);
     struct stat st;
-    if (type != DT_REG || name[0] != '.' || len < 6 || strcmp(name + len - 4, ".tmp") != 0)
+    if (type != DT_REG || !ac_is_temp_name(name, s->targets))
         return 0;
     if (s->min_age > 0 && (fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
                            s->now - st.st_mtim.tv_sec < s->min_age))
@@ -434,11 +470,16 @@ static int sweep_cb(void *ctx, const char *name, unsigned char type)
     return 0;
 }
 
-int ac_sweep_temps(int dirfd, int64_t min_age_sec)
+int ac_sweep_temps_of(int dirfd, int64_t min_age_sec, const char *const *targets)
 {
-    struct sweep s = { dirfd, min_age_sec, (int64_t)time(NULL), 0 };
+    struct sweep s = { dirfd, min_age_sec, (int64_t)time(NULL), 0, targets };
     ac_dir_walk(dirfd, sweep_cb, &s);
     return s.removed;
+}
+
+int ac_sweep_temps(int dirfd, int64_t min_age_sec)
+{
+    return ac_sweep_temps_of(dirfd, min_age_sec, NULL);
 }
 
 int ac_dir_walk(int dirfd, ac_dir_cb cb, void *ctx)

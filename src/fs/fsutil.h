@@ -109,6 +109,20 @@ int ac_write_atomic(int dirfd, const char *name, const void *data, size_t len,
 int ac_publish_temp(int dirfd, const char *tmpname, int fd, const void *data, size_t len,
                     const char *name, int flags, const char *fault_tag);
 
+/* ac_write_atomic and ac_publish_temp with a gate: `gate(gate_ctx)` runs
+ * after the temp is written and synced, right before the rename or link
+ * (after the "<tag>.publish" fault point), and when it returns -1 nothing
+ * is published: the temp is removed and the call fails with errno ENOLCK.
+ * For writers that may publish only while they still hold a lock that can
+ * be taken from them (seq.h: a stolen stale _seq.lock). */
+typedef int (*ac_gate_fn)(void *gate_ctx);
+int ac_write_atomic_gated(int dirfd, const char *name, const void *data, size_t len,
+                          mode_t mode, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx);
+int ac_publish_temp_gated(int dirfd, const char *tmpname, int fd, const void *data, size_t len,
+                          const char *name, int flags, const char *fault_tag,
+                          ac_gate_fn gate, void *gate_ctx);
+
 /* Rename `from` to `to` inside dirfd without ever replacing `to`
  * (renameat2 RENAME_NOREPLACE, or link+unlink where unsupported).
  * errno EEXIST when `to` exists. */
@@ -136,11 +150,20 @@ int ac_dirstate_eq(const struct ac_dirstate *a, const struct ac_dirstate *b);
 /* True when a regular file `name` exists in dirfd (not following symlinks). */
 int ac_is_regular_at(int dirfd, const char *name);
 
+/* Is `name` a temp file of ac_write_atomic (".<target>.<8 letters or
+ * digits>.tmp", the target's own leading dot dropped)? With `targets` (a
+ * NULL-terminated list), only for one of those targets: a directory that is
+ * also the agents' workspace (the channel directory) may hold an editor's
+ * ".notes.abcd1234.tmp", which is not ours. */
+int ac_is_temp_name(const char *name, const char *const *targets);
+
 /* Remove the temp files of ac_write_atomic (".<name>.<random>.tmp") from
  * dirfd that are at least min_age_sec old (0: all). Only for a directory
  * whose writers the caller excludes (it holds their lock), or with an age
- * no live write can reach. Returns the number removed. */
+ * no live write can reach. Returns the number removed. The _of variant
+ * removes only temps of `targets` (ac_is_temp_name). */
 int ac_sweep_temps(int dirfd, int64_t min_age_sec);
+int ac_sweep_temps_of(int dirfd, int64_t min_age_sec, const char *const *targets);
 
 /* Directory iteration. The callback gets each entry name (never "." or "..")
  * and a d_type (DT_UNKNOWN is resolved with fstatat, without following

@@ -7,7 +7,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -69,22 +71,28 @@ int ac_host_dir_check(const char *dir)
 struct listing {
     ac_host_entry_cb cb;
     void *ctx;
+    int fd;
 };
 
 static int list_cb(void *ctx, const char *name, unsigned char type)
 {
     struct listing *l = ctx;
+    struct stat st;
+    int64_t size = -1;
+    if (type == DT_REG && fstatat(l->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        size = (int64_t)st.st_size;
     return l->cb(l->ctx, name, type == DT_REG ? "file" : type == DT_DIR ? "dir"
-                              : type == DT_LNK ? "symlink" : "other");
+                              : type == DT_LNK ? "symlink" : "other", size);
 }
 
 int ac_host_dir_list(const char *dir, const char *sub, ac_host_entry_cb cb, void *ctx)
 {
-    struct listing l = { cb, ctx };
+    struct listing l = { cb, ctx, -1 };
     const char *last;
     int fd = open_below(dir, sub, 1, &last);
     if (fd == -1)
         return -1;
+    l.fd = fd;
     return ac_close_keep(fd, ac_dir_walk(fd, list_cb, &l) == -1 ? -1 : 0);
 }
 

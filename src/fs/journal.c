@@ -78,6 +78,10 @@ struct format {
     const char *remove_point;
     const char *remove_sync_point;  /* NULL: the sync after the removal is part of it */
     int verify_unreadable_mismatch; /* an unreadable record does not match `after` */
+    int undo_create_own_only;   /* restoring a created record removes it only while
+                                   it holds the bytes the batch wrote: a record
+                                   there with other bytes is another's (two
+                                   tasks' claims can share a name) */
     /* codes and messages */
     const char *io_code;        /* NULL: IO_ERROR */
     const char *msg_prepare;    /* the directory could not be made or opened, or NULL */
@@ -680,6 +684,7 @@ static const struct format LEASE = {
     .published_must_succeed = 1,
     .remove_point = "lease.journal.delete",
     .verify_unreadable_mismatch = 1,
+    .undo_create_own_only = 1,
     .io_code = "TASK_IO_ERROR",
     .msg_prepare = "could not prepare the lease journal",
     .msg_encode = "could not encode the lease journal",
@@ -823,6 +828,19 @@ static int journal_remove(int dfd, const struct format *f)
     return 0;
 }
 
+/* Does `file` of fd hold exactly bytes[0..len)? (0 when it cannot be read.) */
+static int file_holds(int fd, const char *file, size_t cap, const char *bytes, size_t len)
+{
+    char *data;
+    size_t n;
+    int same;
+    if (ac_read_file_at(fd, file, cap, &data, &n) == -1)
+        return 0;
+    same = n == len && memcmp(data, bytes, n) == 0;
+    free(data);
+    return same;
+}
+
 /* Put the records c[0..n) of format f in their `after` state (restore ==
  * 0), or back in their `before` state: the first change first, then the
  * others from the last to the first (as the Python tool restores them).
@@ -853,8 +871,14 @@ static int put_records(int chfd, int dfd, const struct format *f, const struct a
         if (!bytes) {
             snprintf(point, sizeof point, "%s.unlink", tag);
             /* ENAMETOOLONG: a name that cannot exist is absent too. */
-            rc = AC_FAULT(point) == -1 ||
-                 (ac_sys_unlinkat(fd, file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG) ? -1 : 0;
+            if (AC_FAULT(point) == -1)
+                rc = -1;
+            else if (restore && c->after && f->undo_create_own_only &&
+                     !file_holds(fd, file, f->cap, c->after, c->after_len))
+                rc = 0;
+            else
+                rc = ac_sys_unlinkat(fd, file, 0) == -1 && errno != ENOENT && errno != ENAMETOOLONG
+                         ? -1 : 0;
             if (rc == 0 && restore && f->restore_unlink_syncs) {
                 snprintf(point, sizeof point, "%s.dirsync", tag);
                 rc = AC_FAULT(point) == -1 || ac_fsync_dir(fd) == -1 ? -1 : 0;

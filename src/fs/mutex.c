@@ -58,6 +58,7 @@ static int still_ours(int dirfd, const char *name, int fd)
 static int acquire(int dirfd, const char *name, int create, int64_t deadline, struct ac_flock *m)
 {
     m->fd = -1;
+    m->missing = 0;
     for (;;) {
         int fd = open_lock(dirfd, name, create);
         if (fd == -1)
@@ -91,10 +92,32 @@ int ac_flock_acquire_existing(int dirfd, const char *name, int64_t deadline_ns,
     return acquire(dirfd, name, 0, deadline_ns, m);
 }
 
+int ac_flock_acquire_reader(int dirfd, const char *name, int64_t deadline_ns,
+                            struct ac_flock *m)
+{
+    int rc = acquire(dirfd, name, 0, deadline_ns, m);
+    if (rc == -1 && errno == ENOENT) {
+        m->missing = 1;
+        return 0;
+    }
+    return rc;
+}
+
+void ac_flock_keep(int dirfd, const char *name, const struct ac_flock *m)
+{
+    int fd;
+    if (!m->missing)
+        return;
+    fd = ac_sys_create(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd != -1)
+        close(fd);              /* best effort: it only mirrors the Python tool */
+}
+
 int ac_flock_dir(int dirfd, int64_t deadline_ns, struct ac_flock *m)
 {
     int fd;
     m->fd = -1;
+    m->missing = 0;
     do
         fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     while (fd == -1 && errno == EINTR);

@@ -37,6 +37,7 @@
 struct ac_flock {
     struct ac_mutex base;
     int fd;
+    int missing;            /* ac_flock_acquire_reader found no lock file */
 };
 
 /* 0 acquired; AC_MUTEX_TIMEOUT when the CLOCK_MONOTONIC deadline passed
@@ -50,6 +51,16 @@ int ac_flock_acquire(int dirfd, const char *name, int64_t deadline_ns, struct ac
  * read-only check may ignore: every write it guards is atomic). */
 int ac_flock_acquire_existing(int dirfd, const char *name, int64_t deadline_ns,
                               struct ac_flock *m);
+
+/* For a reading command (AC_MUTEX_READER): as ac_flock_acquire_existing,
+ * but a missing lock file is no error: 0 with m->missing set and nothing
+ * held (no writer has ever used it). A read that then fails leaves the
+ * folder as it was; one that succeeds calls ac_flock_keep, which creates
+ * the file, as a read of the Python tool leaves it (the recorded
+ * transcripts show it). */
+int ac_flock_acquire_reader(int dirfd, const char *name, int64_t deadline_ns,
+                            struct ac_flock *m);
+void ac_flock_keep(int dirfd, const char *name, const struct ac_flock *m);
 
 /* flock the directory dirfd itself (no lock file, so the folder format is
  * unchanged): the exclusion of one long-running writer per channel that

@@ -31,14 +31,16 @@ int ac_scan_parse_name(const char *name, uint64_t *seq)
             if (*p < '0' || *p > '9')
                 goto unicode;
             if (v > (UINT64_C(0x7FFFFFFFFFFFFFFF) - (uint64_t)(*p - '0')) / 10)
-                return 0;
+                goto unicode;   /* decides between "beyond" and "not a seq" */
             v = v * 10 + (uint64_t)(*p - '0');
         }
         *seq = v;
         return 1;
     }
 unicode:
-    return ac_py_decimal_value(name, (size_t)(dash - name), seq) == 0;
+    if (ac_py_decimal_value(name, (size_t)(dash - name), seq) == 0)
+        return 1;
+    return errno == ERANGE ? -1 : 0;
 }
 
 struct collect {
@@ -58,8 +60,17 @@ static int collect_cb(void *ctx, const char *name, unsigned char type)
      * symlinks and directories too, and a seq on disk must never be
      * handed out again. Readers skip what is not a regular file. */
     (void)type;
-    if (!ac_scan_parse_name(name, &seq))
+    switch (ac_scan_parse_name(name, &seq)) {
+    case 0:
         return 0;
+    case -1:
+        l->beyond++;
+        if (!l->beyond_name && !(l->beyond_name = strdup(name))) {
+            c->oom = 1;
+            return 1;
+        }
+        return 0;
+    }
     l->count++;
     if (!l->last_name || seq > l->max_seq ||
         (seq == l->max_seq && strcmp(name, l->last_name) > 0)) {
@@ -273,8 +284,10 @@ int ac_scan_list(int dirfd, int64_t after, int use_stamp,
         stable = 0;
     }
 
-    /* Refresh the stamp when provably safe (see scan.h). */
-    if (stable && ts_before(d1.sec, d1.nsec, cs, cns) && !ac_stamp_valid(dirfd, &d1, NULL)) {
+    /* Refresh the stamp when provably safe (see scan.h); a name beyond the
+     * highest seq must be seen by every post, so it is never stamped. */
+    if (stable && !out->beyond && ts_before(d1.sec, d1.nsec, cs, cns) &&
+        !ac_stamp_valid(dirfd, &d1, NULL)) {
         memset(&st, 0, sizeof st);
         st.key = d1;
         st.max_seq = out->max_seq;

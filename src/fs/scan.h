@@ -56,7 +56,10 @@ struct ac_stamp {
     char last_name[256];
 };
 
-/* If `name` is a message file name, store its seq and return 1. */
+/* If `name` is a message file name, store its seq and return 1. Return -1
+ * for a message file name whose seq is above 2^63 - 1, the highest seq we
+ * handle (AC_SEQ_MAX): readers skip it, posts refuse to go on (they could
+ * not allocate above it), fsck reports it. 0 for any other name. */
 int ac_scan_parse_name(const char *name, uint64_t *seq);
 
 /* List the message files of dirfd with seq > after (after < 0: all). When `use_stamp` is set

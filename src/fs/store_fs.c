@@ -48,6 +48,8 @@ struct fs_store {
 
 static const struct ac_store_ops fs_ops;
 
+const char *const ac_channel_temp_targets[] = { AC_META_FILE, AC_SEQ_HIGH_FILE, "state.md", NULL };
+
 static struct fs_chan *fs_chan(struct ac_chan *ch)
 {
     return (struct fs_chan *)ch;
@@ -87,25 +89,36 @@ struct ac_store *ac_store_open_fs(const char *root, struct ac_err *err)
 
 struct names {
     int rootfd;
+    int hidden;               /* list the hidden channels instead */
     char **v;
     size_t n, cap;
     int oom;
 };
 
+/* Is the channel directory fd hidden: its _meta.json there, but not a
+ * regular file (a symlink, a FIFO), so that no command can open it while
+ * init refuses to make it? */
+static int meta_hidden(int fd)
+{
+    struct stat st;
+    return fstatat(fd, AC_META_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode);
+}
+
 static int names_cb(void *ctx, const char *name, unsigned char type)
 {
     struct names *c = ctx;
-    int fd;
+    int fd, listed;
     if (name[0] == '.' || type != DT_DIR)
+        return 0;
+    if (c->hidden && ac_channel_name_check(name, NULL) == -1)
         return 0;
     fd = ac_open_dir_at(c->rootfd, name);
     if (fd == -1)
         return 0;
-    if (!ac_is_regular_at(fd, AC_META_FILE)) {
-        close(fd);
-        return 0;
-    }
+    listed = c->hidden ? meta_hidden(fd) : ac_is_regular_at(fd, AC_META_FILE);
     close(fd);
+    if (!listed)
+        return 0;
     if (ac_grow(&c->v, &c->cap, c->n + 1, sizeof *c->v) == -1) {
         c->oom = 1;
         return 1;
@@ -123,11 +136,13 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int fs_chan_names(struct ac_store *base, char ***out, size_t *n, struct ac_err *err)
+static int list_channels(struct ac_store *base, int hidden, char ***out, size_t *n,
+                         struct ac_err *err)
 {
     struct fs_store *st = (struct fs_store *)base;
     struct names c;
     memset(&c, 0, sizeof c);
+    c.hidden = hidden;
     *out = NULL;
     *n = 0;
     c.rootfd = root_fd(st);
@@ -148,6 +163,16 @@ static int fs_chan_names(struct ac_store *base, char ***out, size_t *n, struct a
     return 0;
 }
 
+static int fs_chan_names(struct ac_store *base, char ***out, size_t *n, struct ac_err *err)
+{
+    return list_channels(base, 0, out, n, err);
+}
+
+static int fs_chan_hidden(struct ac_store *base, char ***out, size_t *n, struct ac_err *err)
+{
+    return list_channels(base, 1, out, n, err);
+}
+
 static int not_found(struct ac_store *base, const char *name, struct ac_err *err)
 {
     char shown[300];
@@ -156,8 +181,9 @@ static int not_found(struct ac_store *base, const char *name, struct ac_err *err
                       "channel '%s' not found under %s (run: init %s)", shown, base->root, shown);
 }
 
-static int fs_chan_open(struct ac_store *base, const char *name, struct ac_chan **out,
-                        struct ac_err *err)
+/* Open channel `name`, or with `hidden` one that only fsck opens. */
+static int open_chan(struct ac_store *base, const char *name, int hidden, struct ac_chan **out,
+                     struct ac_err *err)
 {
     struct fs_store *st = (struct fs_store *)base;
     struct fs_chan *ch;
@@ -177,7 +203,7 @@ static int fs_chan_open(struct ac_store *base, const char *name, struct ac_chan 
             return not_found(base, name, err);
         return ac_err_sys(err, errno, NULL, "could not open channel %s", name);
     }
-    if (!ac_is_regular_at(fd, AC_META_FILE)) {
+    if (hidden ? !meta_hidden(fd) : !ac_is_regular_at(fd, AC_META_FILE)) {
         close(fd);
         return not_found(base, name, err);
     }
@@ -191,6 +217,18 @@ static int fs_chan_open(struct ac_store *base, const char *name, struct ac_chan 
     ch->fd = fd;
     *out = &ch->base;
     return 0;
+}
+
+static int fs_chan_open(struct ac_store *base, const char *name, struct ac_chan **out,
+                        struct ac_err *err)
+{
+    return open_chan(base, name, 0, out, err);
+}
+
+static int fs_chan_open_hidden(struct ac_store *base, const char *name, struct ac_chan **out,
+                               struct ac_err *err)
+{
+    return open_chan(base, name, 1, out, err);
 }
 
 static void fs_chan_close(struct ac_chan *base)
@@ -324,66 +362,109 @@ static int fs_msg_read(struct ac_chan *base, const char *name, struct ac_file *o
 
 /* Highest seq and message count on disk, from the stamp when the lock
  * evidence allows, else from a listing. */
-static int disk_state(int fd, const struct ac_seqlock *lk, uint64_t *max_seq,
-                      uint64_t *count, struct ac_err *err)
+static int disk_state(int fd, const struct ac_seqlock *lk, struct ac_listing *l, struct ac_err *err)
 {
     struct ac_stamp stamp;
-    struct ac_listing l;
     if (lk->have_states && !lk->preempted && lk->window_ns < SPAN_NS &&
         ac_stamp_valid(fd, &lk->pre, &stamp)) {
-        *max_seq = stamp.max_seq;
-        *count = stamp.count;
+        memset(l, 0, sizeof *l);
+        l->max_seq = stamp.max_seq;
+        l->count = (size_t)stamp.count;
         return 0;
     }
-    if (ac_scan_list(fd, INT64_MAX, 0, &l, err) == -1)
-        return -1;
-    *max_seq = l.max_seq;
-    *count = l.count;
-    ac_listing_free(&l);
-    return 0;
+    return ac_scan_list(fd, INT64_MAX, 0, l, err);
 }
 
-static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
-                       struct ac_post_result *out, struct ac_err *err)
+static int seq_exhausted(const char *chan, uint64_t top, struct ac_err *err)
+{
+    char shown[300];
+    ac_err_quote(shown, sizeof shown, chan, 200);
+    return ac_err_set(err, AC_EXIT_GENERAL, "SEQ_EXHAUSTED",
+                      "channel '%s' has no seq left: seq %" PRIu64 " is taken and %" PRIu64
+                      " is the highest seq", shown, top, AC_SEQ_MAX);
+}
+
+/* The high-water mark, or SEQ_HIGH_INVALID / IO_ERROR. */
+static int read_high(int fd, const char *chan, uint64_t *high, struct ac_err *err)
+{
+    char raw[32], shown[300], val[80];
+    if (ac_seq_high_get(fd, high, raw) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ERANGE)
+        return ac_err_sys(err, errno, NULL, "could not read %s", AC_SEQ_HIGH_FILE);
+    ac_err_quote(shown, sizeof shown, chan, 200);
+    ac_err_quote(val, sizeof val, raw, 24);
+    return ac_err_set(err, AC_EXIT_GENERAL, "SEQ_HIGH_INVALID",
+                      "%s of channel '%s' holds '%s', not a seq from 0 to %" PRIu64
+                      " (run: agent-chat fsck %s --repair)",
+                      AC_SEQ_HIGH_FILE, shown, val, AC_SEQ_MAX, shown);
+}
+
+/* After a publish whose lock turned out lost: did anyone allocate a seq
+ * above ours meanwhile? Then a reader may already be past ours and the
+ * message must move up (1); else it stays where it is (0). */
+static int passed_by(int fd, uint64_t seq)
+{
+    struct ac_listing l;
+    struct ac_err ignored = AC_ERR_INIT;
+    uint64_t high;
+    int above;
+    if (ac_scan_list(fd, INT64_MAX, 0, &l, &ignored) == -1)
+        return 1;
+    above = l.max_seq > seq || l.beyond > 0;
+    ac_listing_free(&l);
+    return above || ac_seq_high_get(fd, &high, NULL) == -1 || high > seq;
+}
+
+/* How one attempt under the seq lock ended. */
+enum { ATTEMPT_DONE, ATTEMPT_LOST, ATTEMPT_MOVE };
+
+/* One attempt at posting under a fresh seq lock: allocate, publish, check
+ * the lock again. ATTEMPT_LOST: the lock was lost before anything was
+ * published (start over); ATTEMPT_MOVE: the message is published but
+ * others went past it while this poster was stopped (post it again above
+ * them). `stale`, when not empty, is an earlier copy of this message to
+ * remove once this one is published. */
+static int post_attempt(struct ac_chan *base, struct ac_msg_fields *f, const char *from_slug,
+                        const char *title_slug, const char *stale, struct ac_post_result *out,
+                        int *how, struct ac_err *err)
 {
     int fd = fs_chan(base)->fd;
     struct ac_seqlock lk;
-    struct ac_msg_fields f;
-    char ts[AC_ISO_MAX], from_slug[AC_SLUG_MAX + 1], title_slug[AC_SLUG_MAX + 1];
-    uint64_t disk_max, count, seq, high;
+    struct ac_listing l;
+    uint64_t count, seq, high;
     struct ac_dirstate done;
     int64_t t0;
     long switches;
     int rc;
 
-    out->published = 0;
-    if (req->nextra > 0) {
-        char why[512];
-        if (ac_fm_extra_check(req->extra, req->nextra, why, sizeof why) == -1)
-            return ac_err_set(err, AC_EXIT_GENERAL, "MESSAGE_INVALID_FIELD", "%s", why);
-    }
+    *how = ATTEMPT_DONE;
     if (ac_seqlock_acquire(fd, &lk, err) == -1)
         return -1;
-    if (disk_state(fd, &lk, &disk_max, &count, err) == -1)
+    if (disk_state(fd, &lk, &l, err) == -1)
         goto fail;
-    high = ac_seq_high_read(fd);
-    seq = (disk_max > high ? disk_max : high) + 1;
-
-    ac_slugify(req->from, strlen(req->from), from_slug);
-    ac_slugify(req->title, strlen(req->title), title_slug);
-    ac_clock_iso_now(ts, 0);
-    memset(&f, 0, sizeof f);
-    f.from = req->from;
-    f.to = req->to;
-    f.reply_to = req->reply_to;
-    f.channel = base->name;
-    f.ts = req->ts ? req->ts : ts;
-    f.status = req->status;
-    f.title = req->title;
-    f.body = req->body;
-    f.body_len = req->body_len;
-    f.extra = req->extra;
-    f.nextra = req->nextra;
+    seq = l.max_seq;
+    count = l.count;
+    if (l.beyond) {
+        char shown[300], name[300];
+        ac_err_quote(shown, sizeof shown, base->name, 200);
+        ac_err_quote(name, sizeof name, l.beyond_name, 200);
+        ac_err_set(err, AC_EXIT_GENERAL, "SEQ_EXHAUSTED",
+                   "channel '%s' has no seq left: message file '%s' has a seq above %" PRIu64
+                   ", the highest one", shown, name, AC_SEQ_MAX);
+        ac_listing_free(&l);
+        goto fail;
+    }
+    ac_listing_free(&l);
+    if (read_high(fd, base->name, &high, err) == -1)
+        goto fail;
+    if (high > seq)
+        seq = high;
+    if (seq >= AC_SEQ_MAX) {
+        seq_exhausted(base->name, seq, err);
+        goto fail;
+    }
+    seq++;
 
     for (;;) {
         char resv[AC_SEQ_RESERVATION_MAX], *text;
@@ -395,44 +476,86 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
             goto fail;
         }
         if (tfd == AC_SEQ_TAKEN) {      /* a second lock holder has it */
+            if (seq == AC_SEQ_MAX) {
+                seq_exhausted(base->name, seq, err);
+                goto fail;
+            }
             seq++;
             continue;
         }
-        high = ac_seq_high_read(fd);
-        if (high >= seq) {
+        rc = read_high(fd, base->name, &high, err);
+        if (rc == -1 || high >= seq) {
             close(tfd);
             ac_seq_unreserve(fd, resv);
+            if (rc == -1)
+                goto fail;
+            if (high >= AC_SEQ_MAX) {
+                seq_exhausted(base->name, high, err);
+                goto fail;
+            }
             seq = high + 1;
             continue;
         }
-        f.seq = seq;
-        text = ac_msg_compose(&f, &len);
-        if (!text || ac_seq_high_write(fd, seq) == -1) {
-            int e = text ? errno : ENOMEM;
+        f->seq = seq;
+        text = ac_msg_compose(f, &len);
+        if (!text || len > AC_MESSAGE_CAP) {
+            close(tfd);
+            ac_seq_unreserve(fd, resv);
+            free(text);
+            if (text)           /* readers would show only its first 64 KiB */
+                ac_err_set(err, AC_EXIT_GENERAL, "MESSAGE_TOO_LARGE",
+                           "message would be %zu bytes, more than the %u bytes (%u MiB) a message "
+                           "file may have", len, AC_MESSAGE_CAP, AC_MESSAGE_CAP >> 20);
+            else
+                ac_err_sys(err, ENOMEM, NULL, "could not compose the message");
+            goto fail;
+        }
+        /* Raise .seqhigh, then link the message, each only while the lock
+         * is still ours (seq.h, fencing). */
+        if (ac_seq_high_raise(fd, seq, &lk) == -1) {
+            int e = errno;
             free(text);
             close(tfd);
             ac_seq_unreserve(fd, resv);
-            if (e == ENOMEM)
-                ac_err_sys(err, e, NULL, "could not compose the message");
-            else
-                ac_err_sys(err, e, NULL, "could not record the seq high-water mark");
+            if (e == ENOLCK) {
+                *how = ATTEMPT_LOST;
+                ac_seqlock_release(&lk);
+                return 0;
+            }
+            ac_err_sys(err, e, NULL, "could not record the seq high-water mark");
             goto fail;
         }
         snprintf(out->name, sizeof out->name, "%04" PRIu64 "-%s-%s.md", seq, from_slug, title_slug);
         /* The reservation file becomes the message (one file creation). */
-        rc = ac_publish_temp(fd, resv, tfd, text, len, out->name,
-                             AC_ATOMIC_NOREPLACE | AC_ATOMIC_NO_DIRSYNC, "post.message");
+        rc = ac_publish_temp_gated(fd, resv, tfd, text, len, out->name,
+                                   AC_ATOMIC_NOREPLACE | AC_ATOMIC_NO_DIRSYNC, "post.message",
+                                   ac_seqlock_gate, &lk);
         free(text);
         if (rc == 0)
             break;
+        if (errno == ENOLCK) {
+            *how = ATTEMPT_LOST;
+            ac_seqlock_release(&lk);
+            return 0;
+        }
         if (errno != EEXIST) {
             ac_err_sys(err, errno, NULL, "could not publish message %s", out->name);
+            goto fail;
+        }
+        if (seq == AC_SEQ_MAX) {
+            seq_exhausted(base->name, seq, err);
             goto fail;
         }
         seq++;                  /* never overwrite an existing message */
     }
     out->seq = seq;
     out->published = 1;
+    /* Stopped between the last check and the link? Then others may have
+     * taken the lock and gone past this seq meanwhile. */
+    if (ac_seqlock_check(&lk) == -1 && passed_by(fd, seq))
+        *how = ATTEMPT_MOVE;
+    if (stale && stale[0])
+        ac_sys_unlinkat(fd, stale, 0);  /* the earlier copy; this one is visible */
     if (AC_FAULT("post.dirsync") == -1 || ac_fsync_dir(fd) == -1) {
         ac_err_sys(err, errno, NULL, "could not sync channel directory");
         goto fail;
@@ -442,11 +565,12 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
         goto fail;
     }
 
-    /* Release, then stamp the directory if the evidence allows (scan.h). */
+    /* Release, then stamp the directory if the evidence allows (scan.h):
+     * only after a post that held its lock throughout. */
     t0 = ac_clock_mono_ns();
     switches = ac_clock_preemptions();
-    ac_seqlock_release(&lk);
-    if (ac_dir_state(fd, &done) == 0 && ac_clock_mono_ns() - t0 < SPAN_NS &&
+    if (ac_seqlock_release(&lk) == 0 && *how == ATTEMPT_DONE && !(stale && stale[0]) &&
+        ac_dir_state(fd, &done) == 0 && ac_clock_mono_ns() - t0 < SPAN_NS &&
         switches != -1 && ac_clock_preemptions() == switches && lk.have_states &&
         (ac_fs_fine_timestamps(fd) ||
          (lk.window_ns < PROOF_WINDOW_NS && !lk.preempted &&
@@ -464,6 +588,62 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
 fail:
     ac_seqlock_release(&lk);
     return -1;
+}
+
+/* A post tries this many fresh locks before it gives up (each lost one
+ * means a poster stopped for over AC_SEQ_FENCE_SEC while holding it). */
+#define POST_ATTEMPTS 8
+
+static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
+                       struct ac_post_result *out, struct ac_err *err)
+{
+    struct ac_msg_fields f;
+    char ts[AC_ISO_MAX], from_slug[AC_SLUG_MAX + 1], title_slug[AC_SLUG_MAX + 1];
+    struct ac_post_result copy;         /* the last published copy */
+    int attempt, how;
+
+    out->published = 0;
+    copy.published = 0;
+    copy.name[0] = '\0';
+    if (req->nextra > 0) {
+        char why[512];
+        if (ac_fm_extra_check(req->extra, req->nextra, why, sizeof why) == -1)
+            return ac_err_set(err, AC_EXIT_GENERAL, "MESSAGE_INVALID_FIELD", "%s", why);
+    }
+    ac_slugify(req->from, strlen(req->from), from_slug);
+    ac_slugify(req->title, strlen(req->title), title_slug);
+    ac_clock_iso_now(ts, 0);
+    memset(&f, 0, sizeof f);
+    f.from = req->from;
+    f.to = req->to;
+    f.reply_to = req->reply_to;
+    f.channel = base->name;
+    f.ts = req->ts ? req->ts : ts;
+    f.status = req->status;
+    f.title = req->title;
+    f.body = req->body;
+    f.body_len = req->body_len;
+    f.extra = req->extra;
+    f.nextra = req->nextra;
+
+    for (attempt = 0; attempt < POST_ATTEMPTS; attempt++) {
+        out->published = 0;
+        if (post_attempt(base, &f, from_slug, title_slug, copy.name, out, &how, err) == -1) {
+            if (!out->published && copy.published)
+                *out = copy;            /* the earlier copy is still there */
+            return -1;
+        }
+        if (how == ATTEMPT_DONE)
+            return 0;
+        if (how == ATTEMPT_MOVE)
+            copy = *out;
+    }
+    if (copy.published)
+        *out = copy;
+    return ac_err_set(err, AC_EXIT_GENERAL, "SEQ_LOCK_LOST",
+                      "lost the channel seq lock %d times in a row (a poster stopped for over %d s "
+                      "while holding it?)%s", POST_ATTEMPTS, AC_SEQ_FENCE_SEC,
+                      copy.published ? "; the message is posted but others may have passed its seq" : "");
 }
 
 /* ---- cursors ---- */
@@ -499,18 +679,26 @@ static int fs_cursor_advance(struct ac_chan *base, const char *agent, const int6
     return ac_cursor_advance(fs_chan(base)->fd, agent, expected, value, err);
 }
 
+/* A held mutex of the channel (the named ones and the cursor locks): the
+ * flock, and what keeping it needs (fs_mutex_keep). */
+struct fs_mutex {
+    struct ac_flock f;        /* first: the struct ac_mutex is f.base */
+    int chfd;                 /* the channel's (not owned) */
+    char name[32];            /* "" for a cursor lock (nothing to keep) */
+};
+
 static int fs_cursor_lock(struct ac_chan *base, const char *agent, struct ac_mutex **out,
                           struct ac_err *err)
 {
-    struct ac_flock *m = malloc(sizeof *m);
+    struct fs_mutex *m = calloc(1, sizeof *m);
     *out = NULL;
     if (!m)
         return ac_err_sys(err, ENOMEM, NULL, "could not lock the cursor");
-    if (ac_cursor_lock(fs_chan(base)->fd, agent, m, err) == -1) {
+    if (ac_cursor_lock(fs_chan(base)->fd, agent, &m->f, err) == -1) {
         free(m);
         return -1;
     }
-    *out = &m->base;
+    *out = &m->f.base;
     return 0;
 }
 
@@ -617,16 +805,21 @@ static int fs_mutex_acquire(struct ac_chan *base, const char *name, int64_t dead
                             struct ac_mutex **out, struct ac_err *err)
 {
     int fd = fs_chan(base)->fd, rc;
-    struct ac_flock *m = malloc(sizeof *m);
-    if (!m)
+    struct fs_mutex *m;
+    if (name && strlen(name) >= sizeof m->name)
+        return ac_err_sys(err, ENAMETOOLONG, NULL, "could not lock %s", name);
+    if (!(m = calloc(1, sizeof *m)))
         return ac_err_sys(err, ENOMEM, NULL, "could not lock %s", name ? name : base->name);
-    m->fd = -1;
+    m->f.fd = -1;
+    m->chfd = fd;
     if (!name)
-        rc = ac_flock_dir(fd, deadline_ns, m);
+        rc = ac_flock_dir(fd, deadline_ns, &m->f);
+    else if (flags & AC_MUTEX_READER)
+        rc = ac_flock_acquire_reader(fd, name, deadline_ns, &m->f);
     else if (flags & AC_MUTEX_EXISTING)
-        rc = ac_flock_acquire_existing(fd, name, deadline_ns, m);
+        rc = ac_flock_acquire_existing(fd, name, deadline_ns, &m->f);
     else
-        rc = ac_flock_acquire(fd, name, deadline_ns, m);
+        rc = ac_flock_acquire(fd, name, deadline_ns, &m->f);
     if (rc != 0) {
         int e = errno;
         free(m);
@@ -634,15 +827,24 @@ static int fs_mutex_acquire(struct ac_chan *base, const char *name, int64_t dead
             return ac_err_sys(err, e, NULL, "could not lock %s", name ? name : base->name);
         return rc;              /* AC_MUTEX_TIMEOUT, AC_MUTEX_BUSY */
     }
-    *out = &m->base;
+    if (name)
+        strcpy(m->name, name);
+    *out = &m->f.base;
     return 0;
 }
 
 static void fs_mutex_release(struct ac_mutex *base)
 {
-    struct ac_flock *m = (struct ac_flock *)base;
-    ac_flock_release(m);
+    struct fs_mutex *m = (struct fs_mutex *)base;
+    ac_flock_release(&m->f);
     free(m);
+}
+
+static void fs_mutex_keep(struct ac_mutex *base)
+{
+    struct fs_mutex *m = (struct fs_mutex *)base;
+    if (m->name[0])
+        ac_flock_keep(m->chfd, m->name, &m->f);
 }
 
 /* ---- derived blobs ---- */
@@ -724,4 +926,7 @@ static const struct ac_store_ops fs_ops = {
     ac_fs_pending_clear,
     fs_cursor_advance,
     fs_cursor_lock,
+    fs_mutex_keep,
+    fs_chan_hidden,
+    fs_chan_open_hidden,
 };

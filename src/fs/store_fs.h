@@ -18,6 +18,12 @@ struct fs_chan {
     int fd;                   /* the channel directory */
 };
 
+/* The files of the channel directory itself that are written through
+ * ac_write_atomic (messages go through seq reservations instead), so the
+ * only temps there that are ours (fsck, the post sweep): _meta.json,
+ * .seqhigh, state.md. NULL-terminated. */
+extern const char *const ac_channel_temp_targets[];
+
 /* The channel directory of a channel of this backend. */
 static inline int fs_chan_fd(struct ac_chan *ch)
 {

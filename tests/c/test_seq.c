@@ -123,11 +123,16 @@ static void test_acquire_release(const char *dir)
     TAP_INT_EQ(ac_seqlock_acquire(dfd, &lk, &err), 0, "acquire on a fresh channel");
     TAP_OK(lk.held && lstat(lock, &st) == 0 && S_ISDIR(st.st_mode),
            "the lock is the directory _seq.lock");
-    TAP_OK(lk.lock_ino == (uint64_t)st.st_ino, "the lock remembers its inode");
-    ac_seqlock_release(&lk);
-    TAP_OK(!lk.held && !t_exists(lock), "release removes _seq.lock");
-    ac_seqlock_release(&lk);
-    TAP_OK(!t_exists(lock), "a second release is harmless");
+    {
+        struct stat held;
+        TAP_OK(lk.fd >= 0 && fstat(lk.fd, &held) == 0 && held.st_ino == st.st_ino,
+               "the lock keeps its directory open");
+    }
+    TAP_INT_EQ(ac_seqlock_check(&lk), 0, "and checks as held");
+    TAP_INT_EQ(ac_seqlock_release(&lk), 0, "release of a lock held throughout: 0");
+    TAP_OK(!lk.held && !t_exists(lock) && lk.fd == -1, "release removes _seq.lock");
+    TAP_INT_EQ(ac_seqlock_release(&lk), -1, "a second release is harmless");
+    TAP_OK(!t_exists(lock), "and changes nothing");
     close(dfd);
 }
 
@@ -262,7 +267,8 @@ static void test_release_foreign_lock(const char *dir)
     if (rmdir(lock) == -1 || rename(other, lock) == -1)
         t_bail("replace lock");
     TAP_OK(mine != theirs && inode_of(lock) == theirs, "the lock was replaced by another one");
-    ac_seqlock_release(&lk);
+    TAP_INT_EQ(ac_seqlock_check(&lk), -1, "the holder finds out its lock is gone");
+    TAP_INT_EQ(ac_seqlock_release(&lk), -1, "release says the lock had been lost");
     TAP_OK(t_exists(lock) && inode_of(lock) == theirs, "release leaves the foreign lock alone");
     rmdir(lock);
 
@@ -270,8 +276,69 @@ static void test_release_foreign_lock(const char *dir)
     if (ac_seqlock_acquire(dfd, &lk, &err) == -1)
         t_bail("acquire");
     rmdir(lock);
+    TAP_INT_EQ(ac_seqlock_check(&lk), -1, "a removed lock checks as lost");
     ac_seqlock_release(&lk);
     TAP_OK(!t_exists(lock) && !lk.held, "release after the lock vanished");
+
+    /* Removed and made again at once: the new directory can never get the
+     * inode of ours, which the holder keeps open. */
+    if (ac_seqlock_acquire(dfd, &lk, &err) == -1)
+        t_bail("acquire");
+    mine = inode_of(lock);
+    if (rmdir(lock) == -1)
+        t_bail("rmdir");
+    t_mkdir(lock);
+    TAP_OK(inode_of(lock) != mine, "a lock made right after ours went has another inode");
+    TAP_INT_EQ(ac_seqlock_check(&lk), -1, "so the holder finds out");
+    ac_seqlock_release(&lk);
+    TAP_OK(t_exists(lock), "and leaves the new lock alone");
+    rmdir(lock);
+    close(dfd);
+}
+
+/* A held lock that grew older than AC_SEQ_FENCE_SEC (its holder stopped,
+ * or someone aged it) is not safe to act on: any waiter may steal it. */
+static void test_fence_age(const char *dir)
+{
+    int dfd = open_dir(dir);
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    struct ac_seqlock lk;
+    struct ac_err err = AC_ERR_INIT;
+
+    if (ac_seqlock_acquire(dfd, &lk, &err) == -1)
+        t_bail("acquire");
+    age(lock, AC_SEQ_FENCE_SEC - 5);
+    TAP_INT_EQ(ac_seqlock_check(&lk), 0, "a lock younger than the fence age is held");
+    TAP_INT_EQ(ac_seqlock_gate(&lk), 0, "and the gate lets the publish through");
+    age(lock, AC_SEQ_FENCE_SEC + 5);
+    TAP_INT_EQ(ac_seqlock_check(&lk), -1, "an older one is lost");
+    TAP_INT_EQ(ac_seq_high_raise(dfd, 9, &lk), -1, "a gated .seqhigh raise refuses");
+    TAP_INT_EQ(errno, ENOLCK, "with ENOLCK");
+    TAP_OK(!t_exists(t_path("%s/.seqhigh", dir)) && t_count_temps(dir) == 0,
+           "and writes nothing");
+    TAP_INT_EQ(ac_seqlock_release(&lk), -1, "release says it was lost");
+    TAP_OK(!t_exists(lock), "but removes it: it was still ours");
+    close(dfd);
+}
+
+/* A _seq.lock that is not a directory is refused at once, not waited on. */
+static void test_planted_lock(const char *dir)
+{
+    int dfd = open_dir(dir);
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/_seq.lock", dir);
+    struct ac_seqlock lk;
+    struct ac_err err = AC_ERR_INIT;
+    int64_t t0;
+
+    if (symlink("/tmp", lock) == -1)
+        t_bail("symlink");
+    t0 = now_ms();
+    TAP_INT_EQ(ac_seqlock_acquire(dfd, &lk, &err), -1, "a symlink _seq.lock is refused");
+    TAP_STR_EQ(err.code, "SEQ_LOCK_INVALID", "with SEQ_LOCK_INVALID");
+    TAP_OK(now_ms() - t0 < 1000, "at once (%lld ms)", (long long)(now_ms() - t0));
+    unlink(lock);
     close(dfd);
 }
 
@@ -305,27 +372,49 @@ static void test_timeout(const char *dir)
 static void test_high_water(const char *dir)
 {
     int dfd = open_dir(dir);
-    char high[1024];
+    char high[1024], shown[32];
     snprintf(high, sizeof high, "%s/.seqhigh", dir);
-    static const struct { const char *text, *shown; uint64_t want; } cases[] = {
-        { "12", "12", 12 }, { "12\n", "12\\n", 12 }, { "", "", 0 }, { "abc", "abc", 0 },
-        { "0", "0", 0 }, { "18446744073709551615", "18446744073709551615", UINT64_MAX },
+    static const struct { const char *text; int ok; uint64_t want; int err; } cases[] = {
+        { "12", 1, 12, 0 }, { "12\n", 1, 12, 0 }, { " 12 \n", 1, 12, 0 }, { "0", 1, 0, 0 },
+        { "9223372036854775807", 1, UINT64_C(9223372036854775807), 0 },
+        { "", 0, 0, EINVAL }, { "abc", 0, 0, EINVAL }, { "7x", 0, 0, EINVAL }, { "-1", 0, 0, EINVAL },
+        { "-5", 0, 0, EINVAL }, { "+5", 0, 0, EINVAL }, { "1 2", 0, 0, EINVAL },
+        { "9223372036854775808", 0, 0, ERANGE }, { "18446744073709551615", 0, 0, ERANGE },
+        { "99999999999999999999999", 0, 0, ERANGE }, { "99999999999999999999x", 0, 0, EINVAL },
     };
     size_t i;
+    uint64_t v;
     char *got;
 
-    TAP_INT_EQ(ac_seq_high_read(dfd), 0, "missing .seqhigh reads as 0");
-    TAP_INT_EQ(ac_seq_high_write(dfd, 7), 0, "write the high-water mark");
+    TAP_OK(ac_seq_high_get(dfd, &v, NULL) == 0 && v == 0, "missing .seqhigh reads as 0");
+    TAP_INT_EQ(ac_seq_high_raise(dfd, 7, NULL), 0, "raise the high-water mark");
     got = t_read(high, NULL);
     TAP_STR_EQ(got, "7", ".seqhigh holds the decimal, no newline");
     free(got);
-    TAP_INT_EQ(ac_seq_high_read(dfd), 7, "read it back");
-    TAP_INT_EQ(t_count_temps(dir), 0, "no temp left by the write");
+    TAP_OK(ac_seq_high_get(dfd, &v, NULL) == 0 && v == 7, "read it back");
+    TAP_INT_EQ(ac_seq_high_raise(dfd, 5, NULL), 0, "raising to a lower value succeeds");
+    got = t_read(high, NULL);
+    TAP_STR_EQ(got, "7", "but never lowers it");
+    free(got);
+    TAP_INT_EQ(t_count_temps(dir), 0, "no temp left by the writes");
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc;
         t_write(high, cases[i].text);
-        TAP_OK(ac_seq_high_read(dfd) == cases[i].want, ".seqhigh \"%s\" reads as %llu",
-               cases[i].shown, (unsigned long long)cases[i].want);
+        errno = 0;
+        rc = ac_seq_high_get(dfd, &v, shown);
+        if (cases[i].ok)
+            TAP_OK(rc == 0 && v == cases[i].want, ".seqhigh '%.*s' reads as %llu",
+                   (int)strcspn(cases[i].text, "\n"), cases[i].text, (unsigned long long)cases[i].want);
+        else
+            TAP_OK(rc == -1 && errno == cases[i].err && strncmp(shown, cases[i].text, 24) == 0,
+                   ".seqhigh '%s' is refused (%s), never wrapped", cases[i].text,
+                   cases[i].err == ERANGE ? "ERANGE" : "EINVAL");
     }
+    t_write(high, "7x");
+    TAP_INT_EQ(ac_seq_high_raise(dfd, 3, NULL), 0, "an invalid .seqhigh is replaced by a raise");
+    got = t_read(high, NULL);
+    TAP_STR_EQ(got, "3", "with the new value");
+    free(got);
     unlink(high);
     close(dfd);
 }
@@ -382,6 +471,8 @@ int main(void)
     test_stale_lock(dir);
     test_young_lock_waits(dir);
     test_release_foreign_lock(dir);
+    test_fence_age(dir);
+    test_planted_lock(dir);
     test_timeout(dir);
     test_high_water(dir);
     test_reserve(dir);

@@ -553,7 +553,11 @@ static void test_parse_name(void)
         { "9223372036854775800-x.md", 1, UINT64_C(9223372036854775800) },
         { "922337203685477579-x.md", 1, UINT64_C(922337203685477579) },
         { "\xef\xbc\x99" "223372036854775807-fullwidth.md", 1, UINT64_C(9223372036854775807) },
-        { "9223372036854775808-x.md", 0, 0 },
+        /* Beyond 2^63 - 1: -1, a message name with a seq we cannot handle. */
+        { "9223372036854775808-x.md", -1, 0 },
+        { "99999999999999999999999-x.md", -1, 0 },
+        { "\xef\xbc\x99" "99999999999999999999-fullwidth.md", -1, 0 },
+        { "99999999999999999999a-x.md", 0, 0 },
         { "0006.md", 0, 0 },
         { "notes.md", 0, 0 },
         { "\xc2\xb2-x.md", 0, 0 },
@@ -576,9 +580,11 @@ static void test_parse_name(void)
     for (i = 0; i < COUNT(cases); i++) {
         uint64_t seq = 4242;
         int rc = ac_scan_parse_name(cases[i].name, &seq);
-        if (cases[i].ok)
+        if (cases[i].ok == 1)
             TAP_OK(rc == 1 && seq == cases[i].seq, "parse_name case %zu is message #%llu", i,
                    (unsigned long long)cases[i].seq);
+        else if (cases[i].ok == -1)
+            TAP_INT_EQ(rc, -1, "parse_name case %zu has a seq beyond 2^63 - 1", i);
         else
             TAP_INT_EQ(rc, 0, "parse_name case %zu is not a message", i);
     }
@@ -959,7 +965,7 @@ static void test_post_faults(void)
     status = run_post_child("faults", "", log);
     text = t_read(log, NULL);
     TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a post in a child process");
-    TAP_STR_EQ(text, "store.msg_post\nseq.lock\npost.seqhigh.write\npost.seqhigh.fsync\npost.seqhigh.publish\n"
+    TAP_STR_EQ(text, "store.msg_post\nseq.lock\nseq.locked\npost.seqhigh.write\npost.seqhigh.fsync\npost.seqhigh.publish\n"
                "post.message.write\npost.message.fsync\npost.message.publish\npost.dirsync\n"
                "post.unlock\n", "the fault points of a post, in order");
     free(text);

@@ -490,7 +490,7 @@ describe("team", function()
   it("fails like the other commands on a missing channel and a bad threshold", function()
     expect_error({ "--root", root, "team", "nope" }, 1, "agent-chat: channel 'nope' not found under ")
     expect_error({ "--root", root, "team", "dev", "--silent-after", "-1" }, 2,
-      "agent-chat: USAGE: --silent-after must be a number of seconds >= 0")
+      "agent-chat: USAGE: --silent-after must be a finite number of seconds >= 0")
     expect_error({ "--root", root, "team", "dev", "--silent-after", "x" }, 2,
       "argument --silent-after: invalid float value: 'x'")
   end)

@@ -594,10 +594,11 @@ describe("crash safety of task recover-pending", function()
               { AGENT_CHAT_FAULT = p .. "#" .. n .. ":" .. action })
             -- Exit 0 is right only where the fault cannot undo the recovery:
             -- after its audit message is visible (post.dirsync, post.unlock)
-            -- or in the best-effort debris sweep that follows (its seq.lock);
-            -- the journal must then be gone and the state resolved (below).
+            -- or in the best-effort debris sweep that follows (its seq.lock
+            -- and seq.locked); the journal must then be gone and the state
+            -- resolved (below).
             local harmless = p == "post.dirsync" or p == "post.unlock"
-              or (p == "seq.lock" and n == counts[p])
+              or ((p == "seq.lock" or p == "seq.locked") and n == counts[p])
             if x.code == 0 and not harmless then
               probs[#probs + 1] = where .. ": did not fail: " .. F.describe(x)
             end

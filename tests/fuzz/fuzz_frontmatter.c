@@ -13,12 +13,22 @@
  *     order, with their values (runs of CR/LF as one space, invalid UTF-8
  *     as U+FFFD, stripped): no value can inject a frontmatter line or close
  *     the block early.
+ * And the seq readers a channel has besides the frontmatter (issue 14.2,
+ * 14.3): ac_seq_parse (.seqhigh) accepts exactly blanks, ASCII digits,
+ * blanks, with a value at most 2^63 - 1 that prints back to those digits
+ * (ERANGE for larger decimals, EINVAL for the rest); ac_scan_parse_name of
+ * "<input>-x.md" never gives a seq above 2^63 - 1 as a message.
  */
 #include "fuzz.h"
+
+#include <errno.h>
+#include <inttypes.h>
 
 #include "agentchat/frontmatter.h"
 #include "agentchat/pystr.h"
 #include "agentchat/utf8.h"
+#include "fs/scan.h"
+#include "fs/seq.h"
 
 static void check_parse(const char *text, size_t len)
 {
@@ -150,6 +160,44 @@ static void check_compose(const uint8_t *data, size_t size)
     fuzz_free_parts(parts, n);
 }
 
+static int blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static void check_seqs(const char *s, size_t len)
+{
+    size_t a = 0, b = len, i;
+    uint64_t v;
+    int digits = 1;
+    char printed[32], name[600];
+
+    while (a < b && blank(s[a]))
+        a++;
+    while (b > a && blank(s[b - 1]))
+        b--;
+    for (i = a; i < b; i++)
+        digits = digits && s[i] >= '0' && s[i] <= '9';
+    digits = digits && a < b;
+    errno = 0;
+    if (ac_seq_parse(s, len, &v) == 0) {
+        FUZZ_CHECK(digits, "ac_seq_parse accepted a non-decimal");
+        FUZZ_CHECK(v <= AC_SEQ_MAX, "ac_seq_parse gave %" PRIu64, v);
+        while (a + 1 < b && s[a] == '0')
+            a++;
+        snprintf(printed, sizeof printed, "%" PRIu64, v);
+        FUZZ_CHECK(strlen(printed) == b - a && memcmp(printed, s + a, b - a) == 0,
+                   "ac_seq_parse: %" PRIu64 " is not the text's value", v);
+    } else {
+        FUZZ_CHECK(errno == (digits ? ERANGE : EINVAL), "ac_seq_parse failed with errno %d", errno);
+    }
+    if (len < sizeof name - 8 && !memchr(s, '\0', len)) {
+        snprintf(name, sizeof name, "%.*s-x.md", (int)len, s);
+        if (ac_scan_parse_name(name, &v) == 1)
+            FUZZ_CHECK(v <= AC_SEQ_MAX, "a message name with seq %" PRIu64, v);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t tlen, i;
@@ -166,5 +214,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_parse((const char *)data, size);
     free(text);
     check_compose(data, size);
+    check_seqs((const char *)data, size);
     return 0;
 }

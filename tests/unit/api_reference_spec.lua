@@ -764,6 +764,8 @@ describe("every documented function", function()
     local fsck = require "agentchat._fsck"
     assert.same({}, assert(fsck.channel(hd)))
     assert.equal("pending", fsck.CLASSES.FSCK_PENDING_JOURNAL)
+    assert.same({}, fsck.hidden(root._store))
+    fails_internal("CHANNEL_NOT_FOUND", fsck.directory(root._store, "dev"))
     local report = assert(root:fsck{ channels = { "dev" } })
     assert.same({ "dev" }, report.channels)
     assert.same({}, report.findings)

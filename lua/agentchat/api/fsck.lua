@@ -25,6 +25,7 @@ function A.install(Root)
     if opts.repair ~= nil and type(opts.repair) ~= "boolean" then
       error("fsck: repair must be a boolean", 2)
     end
+    local fsck = require "agentchat._fsck"
     local names = opts.channels
     local msg, code, exit
     if names == nil then
@@ -32,8 +33,18 @@ function A.install(Root)
       if not names then
         return nil, msg, code, exit
       end
+      -- Directories whose _meta.json is a symlink or a FIFO: no command can
+      -- open them, so the store does not list them; fsck reports them.
+      local hidden
+      hidden, msg, code, exit = fsck.hidden(self._store)
+      if not hidden then
+        return nil, msg, code, exit
+      end
+      if #hidden > 0 then
+        table.move(hidden, 1, #hidden, #names + 1, names)
+        table.sort(names)
+      end
     end
-    local fsck = require "agentchat._fsck"
     local report = { channels = {}, findings = {}, repaired = {},
                      counts = { corrupt = 0, pending = 0, repairable = 0, busy = 0 } }
     local seen = {}
@@ -43,14 +54,14 @@ function A.install(Root)
       end
       if not seen[name] then
         seen[name] = true
-        local ch
+        local ch, list
         ch, msg, code, exit = self:channel(name)
-        if not ch then
-          return nil, msg, code, exit
+        if ch then
+          list, msg, code, exit = fsck.channel(ch:handle(), { repair = opts.repair or false })
+          ch:close()
+        elseif code == "CHANNEL_NOT_FOUND" then
+          list = fsck.directory(self._store, name, { repair = opts.repair or false })
         end
-        local list
-        list, msg, code, exit = fsck.channel(ch:handle(), { repair = opts.repair or false })
-        ch:close()
         if not list then
           return nil, msg, code, exit
         end

@@ -35,8 +35,15 @@ function A.install(Channel, _)
     return state().gather(self, { strict = type(opts) == "table" and opts.strict })
   end
 
+  local function options(opts, what)
+    if opts ~= nil and type(opts) ~= "table" then
+      error(what .. " expects an options table", 3)
+    end
+    return opts or {}
+  end
+
   function Channel:render_state(opts)
-    opts = opts or {}
+    opts = options(opts, "render_state")
     local data, msg, code, exit = state().gather(self, { strict = opts.strict })
     if not data then
       return nil, msg, code, exit
@@ -45,7 +52,7 @@ function A.install(Channel, _)
   end
 
   function Channel:compact(opts)
-    opts = opts or {}
+    opts = options(opts, "compact")
     local data, msg, code, exit = state().gather(self, { strict = opts.strict })
     if not data then
       return nil, msg, code, exit

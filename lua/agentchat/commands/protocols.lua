@@ -222,8 +222,8 @@ local function cmd_team(args, ctx)
     return rc
   end
   local silent_after = args.silent_after
-  if silent_after ~= silent_after or silent_after < 0 then
-    return ctx.fail("--silent-after must be a number of seconds >= 0", "USAGE", 2)
+  if silent_after ~= silent_after or silent_after < 0 or silent_after == math.huge then
+    return ctx.fail("--silent-after must be a finite number of seconds >= 0", "USAGE", 2)
   end
   local team, msg, code, exit = protocols.team(ch, { silent_after = silent_after })
   if not team then

@@ -160,6 +160,10 @@ function B.load(dir)
     end
   end
 
+  ok, msg, code, exit = importer.check_total(dir, sources)
+  if not ok then
+    return nil, msg, code, exit
+  end
   local plan = importer.new_plan("bus", dir)
   plan.init = { members = {}, topic = "" }
   local by_id = {}

@@ -214,6 +214,10 @@ function T.load(dir)
   if not inboxes then
     return nil, msg, code, exit
   end
+  ok, msg, code, exit = importer.check_total(dir, inboxes)
+  if not ok then
+    return nil, msg, code, exit
+  end
   local seen = {}
   for _, inbox in ipairs(inboxes) do
     local repeats = {}
