@@ -402,7 +402,7 @@ static int run_mutation(struct session *s, const struct mutation *m, struct ac_l
                         struct ac_lockrec *out, struct ac_err *err)
 {
     struct ac_change c = { AC_LOCKS, m->lock_id, m->before, m->before_len, m->after, m->after_len,
-                           m->before_generation };
+                           m->before_generation, m->after != NULL /* lock, recover: a grant */ };
     struct ac_batch b = { AC_BATCH_PATHLOCK, &c, 1, m->actor, m->event, m->lock_id, m->audit, NULL,
                           m->operation };
     if (ac_chan_batch_commit(s->ch, &b, err) == -1)

@@ -284,6 +284,13 @@ struct ac_change {
     const char *after;
     size_t after_len;
     uint64_t before_generation;   /* ac_record.generation of `before`, or 0 */
+    int grant;                /* `after` hands the record to a (new) holder
+                                 (a lease claimed or recovered): its
+                                 ac_record.created becomes this batch's
+                                 version, even when the record existed (a
+                                 holder recovering its own expired lease
+                                 rewrites the same claim); a renewal is no
+                                 grant. Backends without versions ignore it */
 };
 
 struct ac_batch {
