@@ -6,7 +6,13 @@
  * directory and file name: "tasks/t1.json", ".acks/7/bob.json"), its
  * value the record's bytes. Keys so named list in the folder's order
  * (bytewise by file name: "a-b.json" before "a.json"), and a record's
- * generation is its key's mod revision.
+ * generation is its key's mod revision. Its creation version (store.h
+ * ac_record.created: a lease's fencing generation) is its key's create
+ * revision, or, when a batch handed the existing record to a new holder
+ * (ac_change.grant: a holder recovering its own expired lease rewrites the
+ * same claim), the mod revision of the marker key "<key>#g" that batch put:
+ * the marker sorts right after its record, and is no record (".json" ends
+ * every record key).
  *
  * A batch is one transaction (store.h, docs/architecture.md): a compare
  * per change (absent: version 0; else the mod revision it was read at, or
@@ -28,6 +34,7 @@
 
 #define SUFFIX ".json"
 #define SUFFIX_LEN 5
+#define GRANT "#g"              /* after a record's key: its grant marker */
 #define KEY(k) ((struct ac_etcd_keys){ (k), 0, NULL, 0, 0 })
 #define PREFIX(k) ((struct ac_etcd_keys){ (k), 0, NULL, 0, 1 })
 
@@ -113,6 +120,15 @@ static int take_record(struct ac_etcd_kv *kv, size_t skip, int names_only, struc
     return 0;
 }
 
+/* Is kv the grant marker of the record `prev` (the pair before it)? */
+static int grant_of(const struct ac_etcd_kv *kv, const struct ac_etcd_kv *prev)
+{
+    size_t g = strlen(GRANT);
+    return prev && kv->key_len == prev->key_len + g &&
+           memcmp(kv->key, prev->key, prev->key_len) == 0 &&
+           memcmp(kv->key + prev->key_len, GRANT, g) == 0;
+}
+
 int et_rec_scan(struct ac_chan *base, int family, const char *prefix, int flags,
                 struct ac_recset *out, struct ac_err *err)
 {
@@ -152,6 +168,11 @@ int et_rec_scan(struct ac_chan *base, int family, const char *prefix, int flags,
     for (i = 0; i < rs.nkvs; i++) {
         struct ac_etcd_kv *kv = &rs.kvs[i];
         struct ac_record *r = &out->v[out->n];
+        if (grant_of(kv, i > 0 ? &rs.kvs[i - 1] : NULL) && out->n > 0 &&
+            (uint64_t)kv->mod_revision > out->v[out->n - 1].created) {
+            out->v[out->n - 1].created = (uint64_t)kv->mod_revision;
+            continue;
+        }
         if (kv->key_len <= skip + SUFFIX_LEN ||
             memcmp(kv->key + kv->key_len - SUFFIX_LEN, SUFFIX, SUFFIX_LEN) != 0)
             continue;
@@ -182,21 +203,34 @@ int et_rec_read(struct ac_chan *base, int family, const char *name, struct ac_re
     struct et_chan *ch = et_chan(base);
     struct ac_etcd_range_req rq;
     struct ac_etcd_range_res rs;
-    char *key;
-    int e = name_problem(family, name);
+    char *key, *end;
+    int e = name_problem(family, name), rc;
 
     memset(out, 0, sizeof *out);
     if (e) {
         out->sys_errno = e;
         return ac_err_sys(err, e, NULL, "could not read %s %s", families[family].noun, name);
     }
-    if (!(key = rec_key(ch, family, name)))
+    if (!(key = rec_key(ch, family, name)) || !(end = malloc(strlen(key) + 2))) {
+        free(key);
         return et_nomem(err);
+    }
+    /* the record and its grant marker: [key, key + "#h") */
+    sprintf(end, "%s%c", key, GRANT[0] + 1);
     memset(&rq, 0, sizeof rq);
-    rq.keys = KEY(key);
-    if (ac_etcd_range(ch->st->conn->e, &rq, &rs, 0, err) == -1) {
+    rq.keys = (struct ac_etcd_keys){ key, 0, end, 0, 0 };
+    rc = ac_etcd_range(ch->st->conn->e, &rq, &rs, 0, err);
+    free(end);
+    if (rc == -1) {
         free(key);
         return -1;
+    }
+    if (rs.nkvs > 0 && strcmp(rs.kvs[0].key, key) != 0) {
+        /* a marker without its record: no record */
+        free(key);
+        ac_etcd_range_res_free(&rs);
+        out->sys_errno = ENOENT;
+        return ac_err_sys(err, ENOENT, NULL, "could not read %s %s", families[family].noun, name);
     }
     free(key);
     if (rs.nkvs == 0) {
@@ -211,6 +245,9 @@ int et_rec_read(struct ac_chan *base, int family, const char *name, struct ac_re
     out->plain = 1;
     out->generation = (uint64_t)rs.kvs[0].mod_revision;
     out->created = (uint64_t)rs.kvs[0].create_revision;
+    if (rs.nkvs > 1 && grant_of(&rs.kvs[1], &rs.kvs[0]) &&
+        (uint64_t)rs.kvs[1].mod_revision > out->created)
+        out->created = (uint64_t)rs.kvs[1].mod_revision;
     rs.kvs[0].value = NULL;
     ac_etcd_range_res_free(&rs);
     if (!out->name) {
@@ -326,8 +363,9 @@ int et_batch_commit(struct ac_chan *base, const struct ac_batch *b, struct ac_er
     struct et_chan *ch = et_chan(base);
     size_t n = b->nchanges, nf = et_fence_count(ch), i;
     struct ac_etcd_cmp *cmp = calloc(n + nf + 1, sizeof *cmp);
-    struct ac_etcd_op *ops = calloc(n + 1, sizeof *ops), *fail = calloc(n + nf + 1, sizeof *fail);
-    char **keys = calloc(n + 1, sizeof *keys), *title = NULL, *text = NULL;
+    struct ac_etcd_op *ops = calloc(2 * n + 1, sizeof *ops), *fail = calloc(n + nf + 1, sizeof *fail);
+    char **keys = calloc(2 * n + 1, sizeof *keys), *title = NULL, *text = NULL;
+    size_t nops = n;
     struct batch bt;
     struct et_post_extra x;
     struct ac_post_req req;
@@ -376,6 +414,21 @@ int et_batch_commit(struct ac_chan *base, const struct ac_batch *b, struct ac_er
         memset(&fail[i], 0, sizeof fail[i]);
         fail[i].kind = AC_ETCD_OP_RANGE;
         fail[i].keys = KEY(keys[i]);
+        /* A grant of an existing record marks it (its created version is
+         * this batch's); a removed record takes its marker along. */
+        if ((c->grant && c->after && c->before) || !c->after) {
+            if (!(keys[n + i] = malloc(strlen(keys[i]) + strlen(GRANT) + 1))) {
+                et_nomem(err);
+                goto out;
+            }
+            sprintf(keys[n + i], "%s%s", keys[i], GRANT);
+            memset(&ops[nops], 0, sizeof ops[nops]);
+            ops[nops].keys = KEY(keys[n + i]);
+            ops[nops].kind = c->after ? AC_ETCD_OP_PUT : AC_ETCD_OP_DELETE;
+            ops[nops].value = c->after ? "grant" : NULL;
+            ops[nops].value_len = c->after ? 5 : 0;
+            nops++;
+        }
     }
     et_fence_add(ch, cmp + n);
     et_fence_ranges(ch, fail + n);
@@ -396,7 +449,7 @@ int et_batch_commit(struct ac_chan *base, const struct ac_batch *b, struct ac_er
     bt.b = b;
     bt.keys = keys;
     bt.nfence = nf;
-    x = (struct et_post_extra){ cmp, n + nf, ops, n, fail, n + nf, batch_still_holds, &bt };
+    x = (struct et_post_extra){ cmp, n + nf, ops, nops, fail, n + nf, batch_still_holds, &bt };
     rc = et_post(ch, &req, &x, &res, err);
     if (rc == 1)
         rc = refused(&bt, err);
@@ -409,7 +462,7 @@ int et_batch_commit(struct ac_chan *base, const struct ac_batch *b, struct ac_er
                     msg);
     }
 out:
-    for (i = 0; keys && i < n; i++)
+    for (i = 0; keys && i < 2 * n; i++)
         free(keys[i]);
     free(keys);
     free(cmp);
