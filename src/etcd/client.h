@@ -293,8 +293,9 @@ struct ac_etcd_txn_res {
 };
 
 /* Run a transaction (all or nothing, one revision). A txn is a write: on an
- * unknown outcome it fails with ETCD_OUTCOME_UNKNOWN (see above). res is
- * filled on success (free with ac_etcd_txn_res_free). */
+ * unknown outcome it fails with ETCD_OUTCOME_UNKNOWN (see above); one whose
+ * branches only read (RANGE operations) is a read, retried like one. res
+ * is filled on success (free with ac_etcd_txn_res_free). */
 int ac_etcd_txn(struct ac_etcd *e, const struct ac_etcd_txn_req *req, struct ac_etcd_txn_res *res,
                 int64_t deadline, struct ac_err *err);
 void ac_etcd_txn_res_free(struct ac_etcd_txn_res *res);
