@@ -82,8 +82,9 @@
  *    workspace paths, fsck (and the channels only fsck opens: chan_hidden,
  *    chan_open_hidden), batches and pending batches, notification of acks
  *    and cursors (receipts), and the cursor of a read (its lock and its
- *    advance). Version 2 is not released yet: its last three operations
- *    came with it, appended; a table may leave any of them NULL. */
+ *    advance). Version 2 is not released yet: its last four operations
+ *    came with it, appended (mutex_keep, chan_hidden, chan_open_hidden,
+ *    msg_put); a table may leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -489,6 +490,14 @@ struct ac_store_ops {
      * list. May be NULL. */
     int (*chan_open_hidden)(struct ac_store *st, const char *name, struct ac_chan **out,
                             struct ac_err *err);
+    /* Copying a channel between stores (export, import folder: copy.h):
+     * publish message file `name` ("0017-alice-hi.md", its seq is the
+     * name's) with exactly these bytes, and raise the channel's seq
+     * counter to its seq, so no later post reuses it. EEXIST (sys_errno)
+     * when a message with that seq exists; EINVAL for a name that is not
+     * a message file's. May be NULL (STORE_UNSUPPORTED). */
+    int (*msg_put)(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                   struct ac_err *err);
 };
 
 struct ac_store {
@@ -590,6 +599,9 @@ int ac_chan_cursor_advance(struct ac_chan *ch, const char *agent, const int64_t 
                            struct ac_err *err);
 int ac_chan_cursor_lock(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
                         struct ac_err *err);
+/* ops->msg_put; fault point store.msg_put. */
+int ac_chan_msg_put(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                    struct ac_err *err);
 
 /* ---- helpers ---- */
 

@@ -1508,6 +1508,101 @@ static int et_path_resolve(struct ac_chan *base, const char *path, char *out, si
     return 0;
 }
 
+/* ---- copying a channel (store.h msg_put) ---- */
+
+struct put_try {
+    struct et_chan *ch;
+    uint64_t seq;
+    const char *key, *range, *data;
+    size_t len;
+    int taken;                  /* out */
+};
+
+/* One attempt: the seq free (no key under m/<seq>/), the counter as read:
+ * the message and the counter raised to its seq, in one transaction. */
+static int put_attempt(struct ac_etcd *e, void *ctx, int64_t deadline, struct ac_err *err)
+{
+    struct put_try *p = ctx;
+    struct et_chan *ch = p->ch;
+    char *seqk = et_key(ch, "seq", (char *)NULL), next[24];
+    struct ac_etcd_cmp cmp[3];
+    struct ac_etcd_op ok[2], no[3];
+    struct ac_etcd_txn_req t;
+    struct ac_etcd_txn_res r;
+    uint64_t high = (uint64_t)ch->seq > p->seq ? (uint64_t)ch->seq : p->seq;
+    int rc;
+
+    if (!seqk)
+        return et_nomem(err);
+    snprintf(next, sizeof next, "%" PRIu64, high);
+    cmp[0] = (struct ac_etcd_cmp){ KEY(ch->meta_key), AC_ETCD_VERSION, AC_ETCD_GREATER, 0, NULL, 0 };
+    cmp[1] = (struct ac_etcd_cmp){ PREFIX(p->range), AC_ETCD_VERSION, AC_ETCD_EQUAL, 0, NULL, 0 };
+    cmp[2] = (struct ac_etcd_cmp){ KEY(seqk), ch->seq_mod ? AC_ETCD_MOD : AC_ETCD_VERSION,
+                                   AC_ETCD_EQUAL, ch->seq_mod, NULL, 0 };
+    ok[0] = op_put(seqk, next, strlen(next), 0);
+    ok[1] = op_put(p->key, p->data, p->len, 0);
+    no[0] = op_range(KEY(ch->meta_key), 0, 1, 0);
+    no[1] = op_range(PREFIX(p->range), 0, 0, 2);
+    no[2] = op_range(KEY(seqk), 0, 0, 0);
+    t = (struct ac_etcd_txn_req){ cmp, 3, ok, 2, no, 3 };
+    rc = ac_etcd_txn(e, &t, &r, deadline, err);
+    free(seqk);
+    if (rc == -1)
+        return -1;
+    if (r.succeeded) {
+        ch->seq = (int64_t)high;
+        ch->seq_mod = r.revision;
+        rc = 1;
+    } else if (r.ops[0].range.count == 0) {
+        rc = not_found(ch->base.store, ch->base.name, err);
+    } else if (r.ops[1].range.count > 0) {
+        /* taken; by this very copy when an earlier attempt's answer was lost */
+        const struct ac_etcd_kv *kv = &r.ops[1].range.kvs[0];
+        p->taken = !(r.ops[1].range.count == 1 && strcmp(kv->key, p->key) == 0 &&
+                     kv->value_len == p->len && memcmp(kv->value, p->data, p->len) == 0);
+        rc = 1;
+    } else {
+        ch->seq = r.ops[2].range.nkvs ? strtoll(r.ops[2].range.kvs[0].value, NULL, 10) : 0;
+        ch->seq_mod = r.ops[2].range.nkvs ? r.ops[2].range.kvs[0].mod_revision : 0;
+        rc = 0;
+    }
+    ac_etcd_txn_res_free(&r);
+    return rc;
+}
+
+static int et_msg_put(struct ac_chan *base, const char *name, const char *data, size_t len,
+                      struct ac_err *err)
+{
+    struct et_chan *ch = et_chan(base);
+    struct put_try p;
+    char s20[24];
+    uint64_t seq = seq_of_name(name);
+    size_t nl = strlen(name);
+    int rc;
+
+    if (seq == 0 || strchr(name, '/') || nl < 4 || strcmp(name + nl - 3, ".md") != 0)
+        return ac_err_sys(err, EINVAL, NULL, "could not copy message %s", name);
+    seq20(seq, s20);
+    memset(&p, 0, sizeof p);
+    p.ch = ch;
+    p.seq = seq;
+    p.data = data;
+    p.len = len;
+    p.key = et_key(ch, "m/", s20, "/", name, (char *)NULL);
+    p.range = et_key(ch, "m/", s20, "/", (char *)NULL);
+    if (!p.key || !p.range) {
+        rc = et_nomem(err);
+    } else {
+        rc = ac_etcd_retry(ch->st->conn->e, put_attempt, &p, 0, NULL, err);
+        if (rc == 0 && p.taken)
+            rc = ac_err_sys(err, EEXIST, NULL, "could not copy message %s: seq %" PRIu64 " is taken",
+                            name, seq);
+    }
+    free((char *)p.key);
+    free((char *)p.range);
+    return rc;
+}
+
 static const struct ac_store_ops et_ops = {
     AC_STORE_VERSION,
     "etcd",
@@ -1547,4 +1642,5 @@ static const struct ac_store_ops et_ops = {
     NULL,                       /* mutex_keep: a reader leaves nothing behind */
     NULL,                       /* chan_hidden: every channel record opens */
     NULL,
+    et_msg_put,
 };
