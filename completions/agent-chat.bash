@@ -23,10 +23,10 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import run watch repl hook config fsck"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import export run watch repl hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
-_agent_chat_import_commands="team bus"
+_agent_chat_import_commands="team bus folder"
 _agent_chat_hook_kinds="session-start prompt stop"
 _agent_chat_primitives="messages cursors wait tasks dependencies leases path_locks state_summary"
 _agent_chat_types="message broadcast shutdown_request shutdown_response plan_approval_request plan_approval_response"
@@ -121,6 +121,8 @@ _agent_chat_spec()
         "import team" | "import bus")
             _agent_chat_valued="--into"; _agent_chat_flags+=" --dry-run --strict"
             _agent_chat_pos="dir" ;;
+        "import folder") _agent_chat_pos="dir none +" ;;
+        export) _agent_chat_valued="--to"; _agent_chat_pos="channel +" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
             _agent_chat_valued="--as --script --interval --retries --backoff --on-error --dead-letter --arg"
@@ -362,7 +364,7 @@ _agent_chat()
             return 0
         fi
         case $opt in
-            --root)
+            --root | --to)
                 mapfile -t COMPREPLY < <(compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
             --body-file | --script | --history) _agent_chat_files ;;

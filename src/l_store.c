@@ -6,6 +6,8 @@
  *   local st = store.open("etcd://h:p/pfx", {username=, password=, ca_file=,
  *                         cert_file=, key_file=})   -- an etcd store
  *   store.is_etcd(spec)                   -- does spec name an etcd store?
+ *   store.copy(src, dst, name)            -- copy a channel between stores (copy.h):
+ *                                         {messages=, records=, acks=, cursors=, skipped=}
  *   st:kind()                             -- "fs" | "etcd"
  *   st:channels()                         -- { "a", "b" }
  *   st:create(name, meta_json)            -- true
@@ -52,6 +54,7 @@
 #include <lua.h>
 
 #include "agentchat/channel.h"
+#include "agentchat/copy.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/store.h"
 #include "agentchat/wait.h"
@@ -218,6 +221,30 @@ static int l_open(lua_State *L)
                                    : ac_store_open_fs(root, &err);
     if (!s->st)
         return ac_lua_fail_err(L, &err);
+    return 1;
+}
+
+/* store.copy(src, dst, name): copy channel `name` of store src into store
+ * dst (copy.h) -> {messages=, records=, acks=, cursors=, skipped=}. */
+static int l_copy(lua_State *L)
+{
+    struct l_store *src = check_store(L, 1), *dst = check_store(L, 2);
+    const char *name = ac_lua_checkcstring(L, 3);
+    struct ac_copy_report rep;
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_store_copy_channel(src->st, dst->st, name, &rep, &err) == -1)
+        return ac_lua_fail_err(L, &err);
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, (lua_Integer)rep.messages);
+    lua_setfield(L, -2, "messages");
+    lua_pushinteger(L, (lua_Integer)rep.records);
+    lua_setfield(L, -2, "records");
+    lua_pushinteger(L, (lua_Integer)rep.acks);
+    lua_setfield(L, -2, "acks");
+    lua_pushinteger(L, (lua_Integer)rep.cursors);
+    lua_setfield(L, -2, "cursors");
+    lua_pushinteger(L, (lua_Integer)rep.skipped);
+    lua_setfield(L, -2, "skipped");
     return 1;
 }
 
@@ -924,7 +951,7 @@ static const luaL_Reg chan_methods[] = {
 };
 
 static const luaL_Reg funcs[] = {
-    { "open", l_open }, { "is_etcd", l_is_etcd }, { "check_name", l_check_name },
+    { "open", l_open }, { "is_etcd", l_is_etcd }, { "copy", l_copy }, { "check_name", l_check_name },
     { "check_marker", l_check_marker },
     { "meta_compose", l_meta_compose }, { "parse_meta", l_parse_meta }, { NULL, NULL }
 };

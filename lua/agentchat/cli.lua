@@ -37,6 +37,7 @@ M.commands = {
   { "task", "tasks", "task board: create, claim, update, finish tasks" },
   { "event", "events", "post and read capability/status events" },
   { "import", "import", "import a team mailbox or receipt-bus folder into a channel" },
+  { "export", "export", "copy channels to a folder in the folder format" },
   { "run", "scripting", "run a Lua script with the agentchat API" },
   { "watch", "watch", "run a Lua handler for each new message (zero-token loop)" },
   { "repl", "repl", "interactive Lua with the agentchat API" },

@@ -285,6 +285,79 @@ function Root:init(name, opts)
   return self:channel(name)
 end
 
+-- Copy `names` (nil: every channel of src) from store src to store dst
+-- (agentchat.store's copy, include/agentchat/copy.h): a list of reports
+-- {channel, messages, records, acks, cursors, skipped}, or nil, message,
+-- code, exit at the first failure (the reports so far as a fifth value).
+local function copy_channels(src, dst, names)
+  if names == nil then
+    local all, msg, code, exit = src:channels()
+    if not all then
+      return nil, msg, code, exit
+    end
+    names = all
+  end
+  local reports = {}
+  for _, name in ipairs(names) do
+    if type(name) ~= "string" then
+      error("channels must be a list of names", 3)
+    end
+    local rep, msg, code, exit = store.copy(src, dst, name)
+    if not rep then
+      return nil, msg, code, exit, reports
+    end
+    rep.channel = name
+    reports[#reports + 1] = rep
+  end
+  return reports
+end
+
+-- The folder (or store) a copy goes to or comes from.
+local function other_store(dir, what)
+  if type(dir) ~= "string" then
+    error(what .. " expects a folder path", 3)
+  end
+  return store.open(store.is_etcd(dir) and dir or M.normalize_path(dir))
+end
+
+--- Copy channels of this root's store to the folder `dir`, in the folder
+--- format (docs/etcd.md "Migration"); opts.channels: names (default: all).
+--- A channel the folder has already is refused (CHANNEL_EXISTS).
+function Root:export(dir, opts)
+  local dst, msg, code, exit = other_store(dir, "export")
+  if not dst then
+    return nil, msg, code, exit
+  end
+  local reports, m2, c2, e2, partial = copy_channels(self._store, dst, (opts or {}).channels)
+  dst:close()
+  return reports, m2, c2, e2, partial
+end
+
+--- Copy channels of the folder root `dir` into this root's store (the
+--- reverse of export); opts.channels: names (default: all of the folder).
+--- IMPORT_INVALID_FOLDER when the folder holds no channel.
+function Root:import_folder(dir, opts)
+  local src, msg, code, exit = other_store(dir, "import_folder")
+  if not src then
+    return nil, msg, code, exit
+  end
+  local names = (opts or {}).channels
+  if names == nil then
+    names, msg, code, exit = src:channels()
+    if names and #names == 0 then
+      names, msg, code = nil, "no channel under " .. dir .. " (a folder root holds <channel>/_meta.json)",
+        "IMPORT_INVALID_FOLDER"
+    end
+    if not names then
+      src:close()
+      return nil, msg, code, exit
+    end
+  end
+  local reports, m2, c2, e2, partial = copy_channels(src, self._store, names)
+  src:close()
+  return reports, m2, c2, e2, partial
+end
+
 --- Names of the channels under the root, sorted.
 function Root:channel_names()
   return self._store:channels()

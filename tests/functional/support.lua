@@ -113,7 +113,7 @@ local function env_words(vars)
   return table.concat(unset, " ") .. " " .. table.concat(set, " ")
 end
 
--- `tests/run-one etcd-spec:SPEC` runs a folder spec with every command on an
+-- `tests/run-one etcd-spec:FILE` runs a folder spec with every command on an
 -- etcd store (AGENT_CHAT_TEST_ON_ETCD=1 under tests/etcd/with-cluster): the
 -- store of a root is a key prefix of its own, as each root is a folder of
 -- its own. Only specs that look at outputs alone can pass that way.
