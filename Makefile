@@ -271,9 +271,12 @@ demo: deps
 
 # BENCH_BASE=CMD also measures another binary in the same run (a base to
 # compare with: its medians and the difference per row).
+# Then the etcd column: the same commands on a folder and on an etcd store of
+# 3 members on tmpfs (tests/etcd/bench-store; a SKIP line without etcd).
 bench: deps
 	@$(MAKE) --no-print-directory agent-chat
 	scripts/bench $(if $(BENCH_BASE),--compare '$(BENCH_BASE)')
+	tests/etcd/with-cluster tests/etcd/bench-store
 
 # The etcd client against a 3-member cluster on tmpfs (tests/bench/README.md).
 bench-etcd: deps

@@ -160,10 +160,23 @@ function M.resolve_store(root, flag)
       spec = env
     end
   end
-  if spec == nil and not config_present(root) then
+  local present = config_present(root)
+  if spec == nil and not present then
     return false
   end
-  local cfg = require("agentchat.config").load{ root = root, lenient = true }
+  local cfg
+  if present then
+    cfg = require("agentchat.config").load{ root = root, lenient = true }
+  else
+    -- no file to read: the environment alone (what config.load would say)
+    local function env(name)
+      local v = os.getenv(name)
+      return v ~= "" and v or nil
+    end
+    cfg = { etcd_user = env("AGENT_CHAT_ETCD_USER"), etcd_password = env("AGENT_CHAT_ETCD_PASSWORD"),
+            etcd_ca = env("AGENT_CHAT_ETCD_CA"), etcd_cert = env("AGENT_CHAT_ETCD_CERT"),
+            etcd_key = env("AGENT_CHAT_ETCD_KEY") }
+  end
   if spec == nil then
     local bad = broken_store_file(cfg)
     if bad then

@@ -344,9 +344,14 @@ retry:
         ac_err_set(err, AC_EXIT_GENERAL, "ETCD_NOMEM", "out of memory");
         return AC_ETCD_TR_FAIL;
     }
+    /* one send: the head and the body in one segment */
+    ac_buf_add(&head, body, len);
+    if (head.oom) {
+        ac_buf_free(&head);
+        ac_err_set(err, AC_EXIT_GENERAL, "ETCD_NOMEM", "out of memory");
+        return AC_ETCD_TR_FAIL;
+    }
     r = send_all(fd, head.data, head.len, until, &why);
-    if (r == 0)
-        r = send_all(fd, body, len, until, &why);
     ac_buf_free(&head);
     if (r != 0) {
         ac_etcd_raw_close(e, i);

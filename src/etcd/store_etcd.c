@@ -41,7 +41,7 @@
  * seqs it tried, which are never this far behind. */
 #define IDEM_WINDOW 4096
 /* Messages read ahead by msg_read. */
-#define READ_AHEAD 64
+#define READ_AHEAD 256
 /* The session lease of the mutexes: a holder that dies (or stops) loses
  * its mutexes after this long; a live one renews it on its calls. */
 #define DEFAULT_LEASE_TTL 10
@@ -476,6 +476,8 @@ static void et_chan_close(struct ac_chan *base)
     for (m = ch->held; m; m = m->next)
         m->ch = NULL;
     cache_drop(ch);
+    free(ch->meta);
+    free(ch->cur_agent);
     free(ch->kp);
     free(ch->meta_key);
     free(ch->base.name);
@@ -508,7 +510,7 @@ static int et_chan_open(struct ac_store *base, const char *name, struct ac_chan 
         et_chan_close(&ch->base);
         return et_nomem(err);
     }
-    ops[0] = op_range(KEY(ch->meta_key), 0, 1, 0);
+    ops[0] = op_range(KEY(ch->meta_key), 0, 0, 0);
     ops[1] = op_range(KEY(seq_key), 0, 0, 0);
     if (read_txn(st->conn, ops, 2, &r, err) == -1) {
         free(seq_key);
@@ -516,11 +518,15 @@ static int et_chan_open(struct ac_store *base, const char *name, struct ac_chan 
         return -1;
     }
     free(seq_key);
-    if (r.ops[0].range.count == 0) {
+    if (r.ops[0].range.nkvs == 0) {
         ac_etcd_txn_res_free(&r);
         et_chan_close(&ch->base);
         return not_found(base, name, err);
     }
+    /* the channel record, kept: nothing rewrites it */
+    ch->meta = r.ops[0].range.kvs[0].value;
+    ch->meta_len = r.ops[0].range.kvs[0].value_len;
+    r.ops[0].range.kvs[0].value = NULL;
     if (r.ops[1].range.nkvs == 1) {
         ch->seq = strtoll(r.ops[1].range.kvs[0].value, NULL, 10);
         ch->seq_mod = r.ops[1].range.kvs[0].mod_revision;
@@ -573,6 +579,15 @@ static int et_meta_read(struct ac_chan *base, struct ac_file *out, struct ac_err
     struct ac_etcd_range_req rq;
     struct ac_etcd_range_res rs;
     memset(out, 0, sizeof *out);
+    if (ch->meta) {
+        /* as chan_open read it: the record is written once, by init */
+        if (!(out->data = malloc(ch->meta_len + 1)))
+            return et_nomem(err);
+        memcpy(out->data, ch->meta, ch->meta_len);
+        out->data[ch->meta_len] = '\0';
+        out->len = ch->meta_len;
+        return 0;
+    }
     memset(&rq, 0, sizeof rq);
     rq.keys = KEY(ch->meta_key);
     if (ac_etcd_range(ch->st->conn->e, &rq, &rs, 0, err) == -1)
@@ -1021,14 +1036,26 @@ static int64_t parse_cursor(const char *v, size_t len, int64_t *mtime_us)
     return n;
 }
 
+/* The cursor the agent's lock read, when it is still held. */
+static int cursor_cached(const struct et_chan *ch, const char *agent)
+{
+    return ch->cur_agent && strcmp(ch->cur_agent, agent) == 0;
+}
+
 static int64_t et_cursor_get(struct ac_chan *base, const char *agent, int64_t *mtime_us)
 {
     struct et_chan *ch = et_chan(base);
-    char *key = et_key(ch, "cur/", agent, (char *)NULL);
+    char *key;
     struct ac_etcd_range_req rq;
     struct ac_etcd_range_res rs;
     struct ac_err err = AC_ERR_INIT;
     int64_t v = 0;
+    if (cursor_cached(ch, agent)) {
+        if (mtime_us)
+            *mtime_us = ch->cur_mtime;
+        return ch->cur_value;
+    }
+    key = et_key(ch, "cur/", agent, (char *)NULL);
     if (!key)
         return 0;
     memset(&rq, 0, sizeof rq);
@@ -1061,10 +1088,16 @@ static int et_cursor_set(struct ac_chan *base, const char *agent, int64_t value,
     if (rc == -1 && ac_etcd_transient(err))
         rc = ac_etcd_put(ch->st->conn->e, key, 0, text, strlen(text), 0, NULL, 0, err);
     free(key);
+    if (cursor_cached(ch, agent)) {     /* its mod revision is unknown now */
+        free(ch->cur_agent);
+        ch->cur_agent = NULL;
+    }
     return rc;
 }
 
 struct advance_try {
+    struct et_chan *ch;
+    const char *agent;
     const char *key;
     const int64_t *expected;
     int64_t value;
@@ -1083,15 +1116,23 @@ static int advance_attempt(struct ac_etcd *e, void *ctx, int64_t deadline, struc
     char text[64];
     int rc;
 
-    memset(&rq, 0, sizeof rq);
-    rq.keys = KEY(a->key);
-    if (ac_etcd_range(e, &rq, &rs, deadline, err) == -1)
-        return -1;
-    if (rs.nkvs == 1) {
-        now = parse_cursor(rs.kvs[0].value, rs.kvs[0].value_len, NULL);
-        mod = rs.kvs[0].mod_revision;
+    if (cursor_cached(a->ch, a->agent)) {
+        /* read by the lock's transaction: compared below all the same */
+        now = a->ch->cur_value;
+        mod = a->ch->cur_mod;
+        free(a->ch->cur_agent);
+        a->ch->cur_agent = NULL;
+    } else {
+        memset(&rq, 0, sizeof rq);
+        rq.keys = KEY(a->key);
+        if (ac_etcd_range(e, &rq, &rs, deadline, err) == -1)
+            return -1;
+        if (rs.nkvs == 1) {
+            now = parse_cursor(rs.kvs[0].value, rs.kvs[0].value_len, NULL);
+            mod = rs.kvs[0].mod_revision;
+        }
+        ac_etcd_range_res_free(&rs);
     }
-    ac_etcd_range_res_free(&rs);
     /* Someone moved it since the scan (or nobody scanned): never back. */
     if ((!a->expected || now != *a->expected) && now > value)
         value = now;
@@ -1111,7 +1152,7 @@ static int et_cursor_advance(struct ac_chan *base, const char *agent, const int6
                              int64_t value, struct ac_err *err)
 {
     struct et_chan *ch = et_chan(base);
-    struct advance_try a = { et_key(ch, "cur/", agent, (char *)NULL), expected, value };
+    struct advance_try a = { ch, agent, et_key(ch, "cur/", agent, (char *)NULL), expected, value };
     int rc;
     if (!a.key)
         return et_nomem(err);
@@ -1122,8 +1163,12 @@ static int et_cursor_advance(struct ac_chan *base, const char *agent, const int6
 
 /* ---- mutexes ---- */
 
+/* Take mutex x/<part><name>; `read` (may be NULL) is a key the lock's
+ * transaction reads too (*got, freed by the caller with
+ * ac_etcd_txn_res_free, its ops[1]). */
 static int et_mutex_take(struct et_chan *ch, const char *part, const char *name,
-                         int64_t deadline_ns, int fence, struct ac_mutex **out, struct ac_err *err)
+                         int64_t deadline_ns, int fence, const char *read,
+                         struct ac_etcd_txn_res *got, struct ac_mutex **out, struct ac_err *err)
 {
     struct et_conn *c = ch->st->conn;
     struct et_mutex *m = calloc(1, sizeof *m);
@@ -1136,18 +1181,19 @@ static int et_mutex_take(struct et_chan *ch, const char *part, const char *name,
     }
     for (;;) {
         struct ac_etcd_cmp cmp = { KEY(m->key), AC_ETCD_VERSION, AC_ETCD_EQUAL, 0, NULL, 0 };
-        struct ac_etcd_op op;
+        struct ac_etcd_op op[2];
         struct ac_etcd_txn_req t;
         struct ac_etcd_txn_res r;
         struct ac_err terr = AC_ERR_INIT;
         int64_t now, pause;
-        int got;
+        int gotit;
 
         if (lease_ensure(c, err) == -1)
             goto fail;
-        op = op_put(m->key, ch->st->base.root, 0, c->lease);
-        op.value_len = strlen(op.value);
-        t = (struct ac_etcd_txn_req){ &cmp, 1, &op, 1, NULL, 0 };
+        op[0] = op_put(m->key, ch->st->base.root, 0, c->lease);
+        op[0].value_len = strlen(op[0].value);
+        op[1] = op_range(KEY(read ? read : m->key), 0, 0, 0);
+        t = (struct ac_etcd_txn_req){ &cmp, 1, op, read ? 2 : 1, NULL, 0 };
         if (ac_etcd_txn(c->e, &t, &r, 0, &terr) == -1) {
             if (terr.code && strcmp(terr.code, "ETCD_LEASE_NOT_FOUND") == 0) {
                 c->lease = 0;   /* expired while idle: a new one */
@@ -1160,14 +1206,17 @@ static int et_mutex_take(struct et_chan *ch, const char *part, const char *name,
             }
             /* Unknown: it may be ours now; the next try sees the key and
              * waits, and the lease ends a lock we never knew we had. */
-            got = 0;
+            gotit = 0;
         } else {
-            got = r.succeeded;
-            if (got)
+            gotit = r.succeeded;
+            if (gotit)
                 m->base.generation = (uint64_t)r.revision;
-            ac_etcd_txn_res_free(&r);
+            if (gotit && read && got)
+                *got = r;               /* the caller's */
+            else
+                ac_etcd_txn_res_free(&r);
         }
-        if (got)
+        if (gotit)
             break;
         now = ac_clock_mono_ns();
         if (deadline_ns == 0) {
@@ -1198,6 +1247,7 @@ static int et_mutex_take(struct et_chan *ch, const char *part, const char *name,
     }
     m->conn = c;
     c->refs++;
+    c->nheld++;
     m->ch = ch;
     m->fence = fence;
     m->next = ch->held;
@@ -1214,7 +1264,8 @@ static int et_mutex_acquire(struct ac_chan *base, const char *name, int64_t dead
                             struct ac_mutex **out, struct ac_err *err)
 {
     (void)flags;        /* nothing is left behind to find: EXISTING is plain */
-    return et_mutex_take(et_chan(base), "", name ? name : "_channel", deadline_ns, 1, out, err);
+    return et_mutex_take(et_chan(base), "", name ? name : "_channel", deadline_ns, 1, NULL, NULL, out,
+                         err);
 }
 
 static void et_mutex_release(struct ac_mutex *base)
@@ -1236,11 +1287,21 @@ static void et_mutex_release(struct ac_mutex *base)
                 break;
             }
         }
+        if (!m->fence && m->ch->cur_agent) {     /* a cursor lock: its read is over */
+            free(m->ch->cur_agent);
+            m->ch->cur_agent = NULL;
+        }
     }
-    /* Only ours (its create revision): a lock that expired and went to
-     * someone else stays theirs. Best effort: the lease ends it anyway. */
-    if (ac_etcd_txn(c->e, &t, &r, ac_etcd_deadline_in(2000), &ignored) == 0)
+    if (--c->nheld == 0 && c->lease &&
+        ac_etcd_lease_revoke(c->e, c->lease, ac_etcd_deadline_in(2000), &ignored) == 0) {
+        /* The last lock held: ending the session lease removes its key in
+         * the same round trip (a later lock grants a new lease). */
+        c->lease = 0;
+    } else if (ac_etcd_txn(c->e, &t, &r, ac_etcd_deadline_in(2000), &ignored) == 0) {
+        /* Only ours (its create revision): a lock that expired and went to
+         * someone else stays theirs. Best effort: the lease ends it anyway. */
         ac_etcd_txn_res_free(&r);
+    }
     free(m->key);
     free(m);
     conn_unref(c);
@@ -1294,11 +1355,30 @@ int et_fence_lost(const struct et_chan *ch, const struct ac_etcd_txn_res *r, siz
 static int et_cursor_lock(struct ac_chan *base, const char *agent, struct ac_mutex **out,
                           struct ac_err *err)
 {
+    struct et_chan *ch = et_chan(base);
     struct ac_err merr = AC_ERR_INIT;
-    int rc = et_mutex_take(et_chan(base), "cur/", agent, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0,
-                           out, &merr);
-    if (rc == 0)
+    struct ac_etcd_txn_res got;
+    char *key = et_key(ch, "cur/", agent, (char *)NULL);
+    int rc;
+    if (!key)
+        return et_nomem(err);
+    memset(&got, 0, sizeof got);
+    rc = et_mutex_take(ch, "cur/", agent, ac_clock_mono_ns() + AC_MUTEX_WAIT_NS, 0, key, &got, out,
+                       &merr);
+    free(key);
+    if (rc == 0) {
+        /* the cursor as of the lock: cursor_get and cursor_advance use it */
+        free(ch->cur_agent);
+        ch->cur_agent = got.nops == 2 ? strdup(agent) : NULL;
+        ch->cur_value = ch->cur_mod = ch->cur_mtime = 0;
+        if (ch->cur_agent && got.ops[1].range.nkvs == 1) {
+            ch->cur_value = parse_cursor(got.ops[1].range.kvs[0].value,
+                                         got.ops[1].range.kvs[0].value_len, &ch->cur_mtime);
+            ch->cur_mod = got.ops[1].range.kvs[0].mod_revision;
+        }
+        ac_etcd_txn_res_free(&got);
         return 0;
+    }
     if (rc == AC_MUTEX_TIMEOUT)
         return ac_err_set(err, AC_EXIT_GENERAL, "CURSOR_BUSY",
                           "another read of this agent's cursor held it for 10 s");
@@ -1313,6 +1393,8 @@ static int et_cursor_lock(struct ac_chan *base, const char *agent, struct ac_mut
 
 struct ac_watch {
     struct ac_etcd_watch *w;
+    struct et_chan *ch;         /* the channel, which outlives its watches */
+    int messages;               /* a watch of the messages: events feed msg_read */
     char *key;
     char *end;
 };
@@ -1345,6 +1427,15 @@ static struct ac_watch *et_watch_open(struct ac_chan *base, int what, uint64_t s
         free(w);
         return NULL;
     }
+    w->ch = ch;
+    w->messages = !(what & (AC_WATCH_ACKS | AC_WATCH_CURSORS));
+    /* A wait that wakes up takes the reader's cursor lock at once: have
+     * its session lease ready (kept alive while waiting), which takes that
+     * round trip off the wake-up. Best effort. */
+    if (w->messages) {
+        struct ac_err ignored = AC_ERR_INIT;
+        lease_ensure(ch->st->conn, &ignored);
+    }
     rq.keys = RANGE(w->key, w->end);
     /* From just after the last listing: what was published since is not
      * missed, even when the watch starts later. */
@@ -1366,8 +1457,34 @@ static int et_watch_wait(struct ac_watch *w, int64_t timeout_ns)
     int r;
     if (timeout_ns < 0)
         timeout_ns = 0;
+    /* Wake at least every third of the lease's TTL to keep it alive (a
+     * pause of the caller's loop, not a change: 1 would rescan; the
+     * caller's nap comes back as 0 "timed out", and it naps again). */
+    if (w->ch->st->conn->lease) {
+        int64_t slice = w->ch->st->conn->lease_ttl * 1000000000LL / 3;
+        et_lease_tend(w->ch->st->conn);
+        if (timeout_ns > slice)
+            timeout_ns = slice;
+    }
     r = ac_etcd_watch_next(w->w, ac_clock_mono_ns() + (timeout_ns > 0 ? timeout_ns : 1), &ev, &err);
     if (r == 1) {
+        /* The new messages came with the events: msg_read finds them
+         * without a round trip (the caller lists, then reads them). */
+        size_t i, n = 0;
+        struct ac_etcd_kv *kvs = w->messages ? calloc(ev.nevents, sizeof *kvs) : NULL;
+        for (i = 0; kvs && i < ev.nevents; i++) {
+            if (ev.events[i].type == AC_ETCD_EVENT_PUT && ev.events[i].kv.value) {
+                kvs[n++] = ev.events[i].kv;
+                memset(&ev.events[i].kv, 0, sizeof ev.events[i].kv);
+            }
+        }
+        if (n > 0) {
+            cache_drop(w->ch);
+            w->ch->cache = kvs;
+            w->ch->ncache = n;
+        } else {
+            free(kvs);
+        }
         ac_etcd_events_free(&ev);
         return 1;
     }

@@ -39,6 +39,7 @@
 struct et_conn {
     struct ac_etcd *e;
     int refs;
+    int nheld;                  /* mutexes held on the session lease */
     int64_t lease;              /* the session lease of the mutexes (0: none yet) */
     int64_t lease_ttl;          /* seconds */
     int64_t lease_renewed;      /* mono ns of its grant or last keepalive */
@@ -65,6 +66,13 @@ struct et_chan {
     struct ac_etcd_kv *cache;   /* messages read ahead (msg_read), by key */
     size_t ncache;
     struct et_mutex *held;      /* mutexes held through this channel */
+    char *meta;                 /* the channel record as chan_open read it */
+    size_t meta_len;
+    /* The cursor its lock's transaction read (a read holds the agent's
+     * cursor lock from its cursor_get to its cursor_advance, so nobody
+     * else moves it meanwhile): saves a round trip each. */
+    char *cur_agent;            /* NULL: none cached */
+    int64_t cur_value, cur_mod, cur_mtime;
 };
 
 static inline struct et_chan *et_chan(struct ac_chan *ch)
