@@ -325,50 +325,49 @@ local function copy_channels(src, dst, names)
   return reports
 end
 
--- The folder (or store) a copy goes to or comes from.
-local function other_store(dir, what)
+-- Copy between this root's store and the folder (or store) `dir`, each
+-- way: the other store opened, the copy, the other store closed. `into`:
+-- the root's store is the target (import).
+local function copy_with(self, dir, opts, what, into)
   if type(dir) ~= "string" then
     error(what .. " expects a folder path", 3)
   end
-  return store.open(store.is_etcd(dir) and dir or M.normalize_path(dir))
+  local other, msg, code, exit = store.open(store.is_etcd(dir) and dir or M.normalize_path(dir))
+  if not other then
+    return nil, msg, code, exit
+  end
+  local names = (opts or {}).channels
+  if into and names == nil then
+    names, msg, code, exit = other:channels()
+    if names and #names == 0 then
+      names, msg, code = nil, "no channel under " .. dir .. " (a folder root holds <channel>/_meta.json)",
+        "IMPORT_INVALID_FOLDER"
+    end
+  end
+  local reports, partial
+  if names ~= nil or not into then
+    local src, dst = self._store, other
+    if into then
+      src, dst = other, self._store
+    end
+    reports, msg, code, exit, partial = copy_channels(src, dst, names)
+  end
+  other:close()
+  return reports, msg, code, exit, partial
 end
 
 --- Copy channels of this root's store to the folder `dir`, in the folder
 --- format (docs/etcd.md "Migration"); opts.channels: names (default: all).
 --- A channel the folder has already is refused (CHANNEL_EXISTS).
 function Root:export(dir, opts)
-  local dst, msg, code, exit = other_store(dir, "export")
-  if not dst then
-    return nil, msg, code, exit
-  end
-  local reports, m2, c2, e2, partial = copy_channels(self._store, dst, (opts or {}).channels)
-  dst:close()
-  return reports, m2, c2, e2, partial
+  return copy_with(self, dir, opts, "export", false)
 end
 
 --- Copy channels of the folder root `dir` into this root's store (the
 --- reverse of export); opts.channels: names (default: all of the folder).
 --- IMPORT_INVALID_FOLDER when the folder holds no channel.
 function Root:import_folder(dir, opts)
-  local src, msg, code, exit = other_store(dir, "import_folder")
-  if not src then
-    return nil, msg, code, exit
-  end
-  local names = (opts or {}).channels
-  if names == nil then
-    names, msg, code, exit = src:channels()
-    if names and #names == 0 then
-      names, msg, code = nil, "no channel under " .. dir .. " (a folder root holds <channel>/_meta.json)",
-        "IMPORT_INVALID_FOLDER"
-    end
-    if not names then
-      src:close()
-      return nil, msg, code, exit
-    end
-  end
-  local reports, m2, c2, e2, partial = copy_channels(src, self._store, names)
-  src:close()
-  return reports, m2, c2, e2, partial
+  return copy_with(self, dir, opts, "import_folder", true)
 end
 
 --- Names of the channels under the root, sorted.

@@ -4,13 +4,10 @@
 -- afterwards is the same on either side, the folder passes fsck, and a
 -- target channel that exists is refused. Runs under tests/etcd/with-cluster
 -- (tests/run-one), SKIP without etcd.
-local H = require "spec_helper"
-package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
-local F = require "support"
-local E = require "etcdsupport"
-
+local E = dofile(require("spec_helper").repo .. "/tests/functional/etcdsupport.lua")
+local F = E.F
 if not E.endpoints then
-  return E.skip()
+  return E.skip(describe, pending)
 end
 
 -- A channel with a bit of everything.

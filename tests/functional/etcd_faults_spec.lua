@@ -13,13 +13,10 @@
 --     its own uid): its renewal fails while cut off, its lease and lock go
 --     to a new holder, and after the heal its `task done` and `unlock` are
 --     refused by fencing while the new holder's succeed.
-local H = require "spec_helper"
-package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
-local F = require "support"
-local E = require "etcdsupport"
-
+local E = dofile(require("spec_helper").repo .. "/tests/functional/etcdsupport.lua")
+local F = E.F
 if not E.endpoints then
-  return E.skip()
+  return E.skip(describe, pending)
 end
 
 local function hosts(...)

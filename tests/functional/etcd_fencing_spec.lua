@@ -5,13 +5,10 @@
 -- held the task board's lock (its lease expired, another process took the
 -- lock) cannot commit afterwards. Runs under tests/etcd/with-cluster
 -- (tests/run-one), SKIP without etcd.
-local H = require "spec_helper"
-package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
-local F = require "support"
-local E = require "etcdsupport"
-
+local E = dofile(require("spec_helper").repo .. "/tests/functional/etcdsupport.lua")
+local F = E.F
 if not E.endpoints then
-  return E.skip()
+  return E.skip(describe, pending)
 end
 
 local function gen_of(stdout, pattern)
@@ -21,12 +18,7 @@ end
 describe("the etcd store: fencing", function()
   it("a lease's generation is the revision that granted it: renew keeps it, a new holder changes it",
     function()
-      local store, root = E.store(), F.new_root()
-      local function ac(...)
-        return E.ac(store, root, { ... })
-      end
-      assert.equal(0, ac("init", "dev").code)
-      assert.equal(0, ac("task", "create", "dev", "t1", "--from", "a", "--title", "x").code)
+      local _, _, ac = E.fresh(nil, { "task", "create", "dev", "t1", "--from", "a", "--title", "x" })
       local r = ac("task", "show", "dev", "t1")
       assert.falsy(r.stdout:find("generation", 1, true), "no lease, no generation: " .. F.show(r.stdout))
       assert.equal(0, ac("task", "claim", "dev", "t1", "--as", "alice", "--lease", "1").code)
@@ -56,12 +48,7 @@ describe("the etcd store: fencing", function()
   it("a holder that recovers its own expired lease gets a new generation: its old token is stale",
     function()
       -- an agent restarted elsewhere under the same name takes its lease back
-      local store, root = E.store(), F.new_root()
-      local function ac(...)
-        return E.ac(store, root, { ... })
-      end
-      assert.equal(0, ac("init", "dev").code)
-      assert.equal(0, ac("task", "create", "dev", "t1", "--from", "a", "--title", "x").code)
+      local _, _, ac = E.fresh(nil, { "task", "create", "dev", "t1", "--from", "a", "--title", "x" })
       assert.equal(0, ac("task", "claim", "dev", "t1", "--as", "alice", "--lease", "1").code)
       local g1 = gen_of(ac("task", "show", "dev", "t1").stdout, "\ngeneration: (%d+)\n$")
       F.sleep(1.5)
@@ -105,11 +92,7 @@ print("ok")
 
   it("a path lock's generation: check prints it, a recovered lock has a new one, unlock checks it",
     function()
-      local store, root = E.store(), F.new_root()
-      local function ac(...)
-        return E.ac(store, root, { ... })
-      end
-      assert.equal(0, ac("init", "dev").code)
+      local _, _, ac = E.fresh()
       assert.equal(0, ac("lock", "dev", "src", "--as", "alice", "--lease", "0.5").code)
       local g1 = gen_of(ac("check", "dev", "src").stdout, " generation=(%d+)\n$")
       assert.is_number(g1)

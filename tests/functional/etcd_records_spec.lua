@@ -2,34 +2,16 @@
 -- leases, path locks, acks and receipts, events, state and compact print
 -- what the folder prints; a batch is one transaction. Runs under
 -- tests/etcd/with-cluster (tests/run-one), SKIP without etcd.
-local H = require "spec_helper"
-package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
-local F = require "support"
-local E = require "etcdsupport"
-
+local E = dofile(require("spec_helper").repo .. "/tests/functional/etcdsupport.lua")
+local F = E.F
 if not E.endpoints then
-  return E.skip()
+  return E.skip(describe, pending)
 end
 
--- The steps whose index is in `ok` must succeed (on the folder, and so on
--- etcd): the comparison is about work done, not only about errors.
-local function check_same(steps, ok)
-  local folder, etcd = E.both(steps)
-  for _, i in ipairs(ok or {}) do
-    assert.equal(0, folder[i].code, "step " .. i .. " (" .. folder[i].argv .. ") failed on the folder: "
-      .. F.show(folder[i].stderr))
-  end
-  for i = 1, #folder do
-    local f, e = folder[i], etcd[i]
-    assert.are.same({ f.code, f.stdout, f.stderr }, { e.code, e.stdout, e.stderr },
-      "step " .. i .. " (" .. f.argv .. "): folder exit " .. f.code .. " " .. F.show(f.stdout)
-        .. F.show(f.stderr) .. " / etcd exit " .. e.code .. " " .. F.show(e.stdout) .. F.show(e.stderr))
-  end
-end
 
 describe("the etcd store: records", function()
   it("tasks and leases print what the folder prints", function()
-    check_same({
+    E.check_same({
       { "init", "dev", "--members", "alice,bob" },
       { "task", "create", "dev", "t1", "--title", "first", "--from", "alice", "--files-hint", "src/a,./b//c/" },
       { "task", "create", "dev", "t1", "--title", "again", "--from", "alice" },
@@ -62,7 +44,7 @@ describe("the etcd store: records", function()
   end)
 
   it("path locks print what the folder prints", function()
-    check_same({
+    E.check_same({
       { "init", "dev" },
       { "lock", "dev", "src/a", "src/b/c.txt", "--as", "alice" },
       { "lock", "dev", "src", "--as", "bob" },
@@ -84,7 +66,7 @@ describe("the etcd store: records", function()
   end)
 
   it("acks, receipts, events, state and compact print what the folder prints", function()
-    check_same({
+    E.check_same({
       { "init", "dev", "--members", "alice,bob" },
       { "post", "dev", "--from", "alice", "--to", "bob", "--title", "q", "--body", "question" },
       { "receipts", "dev", "1" },

@@ -7,14 +7,16 @@
 -- when etcd is not installed) and passes its endpoints in
 -- AGENT_CHAT_TEST_ETCD_ENDPOINTS.
 --
---   local E = require "etcdsupport"
---   if not E.endpoints then return E.skip() end
+--   local E = dofile(require("spec_helper").repo .. "/tests/functional/etcdsupport.lua")
+--   local F = E.F                      -- support.lua
+--   if not E.endpoints then return E.skip(describe, pending) end
 --   local store = E.store()            -- a fresh etcd://.../PREFIX per call
 --   E.ac(store, root, argv, env)       -- F.run of `--root ROOT --store STORE ARGV...`
 --   E.both(steps)                      -- the steps on a folder and on etcd,
 --                                         outputs side by side, normalized
 --   E.ctl(args...)                     -- tests/etcd/cluster.sh ARGS (kill, pause, ...)
 local H = require "spec_helper"
+local assert = require "luassert"   -- busted's (a dofile'd chunk sees Lua's own)
 package.path = H.repo .. "/tests/functional/?.lua;" .. package.path
 local F = require "support"
 
@@ -43,7 +45,7 @@ function E.store(opts)
 end
 
 --- busted's output for a spec that cannot run: one pending test.
-function E.skip()
+function E.skip(describe, pending)     -- busted's, which a dofile'd chunk does not see
   describe("etcd store", function()
     pending("no etcd cluster: run this spec through tests/run-one (tests/etcd/with-cluster)")
   end)
@@ -124,4 +126,70 @@ function E.both(steps, env)
   return folder, etcd
 end
 
+--- Run `steps` on a folder and on etcd (E.both) and assert that each step
+--- printed the same and exited the same; the steps whose index is in `ok`
+--- must succeed (the comparison is about work done, not only errors).
+function E.check_same(steps, ok)
+  local folder, etcd = E.both(steps)
+  for _, i in ipairs(ok or {}) do
+    assert.equal(0, folder[i].code, "step " .. i .. " (" .. folder[i].argv .. ") failed on the folder: "
+      .. F.show(folder[i].stderr))
+  end
+  for i = 1, #folder do
+    local f, e = folder[i], etcd[i]
+    assert.are.same({ f.code, f.stdout, f.stderr }, { e.code, e.stdout, e.stderr },
+      "step " .. i .. " (" .. f.argv .. "): folder exit " .. f.code .. " " .. F.show(f.stdout)
+        .. F.show(f.stderr) .. " / etcd exit " .. e.code .. " " .. F.show(e.stdout) .. F.show(e.stderr))
+  end
+end
+
+--- A channel `dev` on a fresh etcd store: the store, its root folder, and
+--- a runner of `agent-chat --root ROOT --store STORE ARGS...`.
+function E.fresh(opts, ...)
+  local store, root = E.store(opts), F.new_root()
+  local function ac(...)
+    return E.ac(store, root, { ... })
+  end
+  assert(ac("init", "dev").code == 0)
+  for _, argv in ipairs({ ... }) do
+    local r = ac(table.unpack(argv))
+    assert(r.code == 0, F.describe(r))
+  end
+  return store, root, ac
+end
+
+E.F = F
+--- Run `steps` on a folder and on etcd (E.both) and assert that each step
+--- printed the same and exited the same; the steps whose index is in `ok`
+--- must succeed (the comparison is about work done, not only errors).
+function E.check_same(steps, ok)
+  local folder, etcd = E.both(steps)
+  for _, i in ipairs(ok or {}) do
+    assert.equal(0, folder[i].code, "step " .. i .. " (" .. folder[i].argv .. ") failed on the folder: "
+      .. F.show(folder[i].stderr))
+  end
+  for i = 1, #folder do
+    local f, e = folder[i], etcd[i]
+    assert.are.same({ f.code, f.stdout, f.stderr }, { e.code, e.stdout, e.stderr },
+      "step " .. i .. " (" .. f.argv .. "): folder exit " .. f.code .. " " .. F.show(f.stdout)
+        .. F.show(f.stderr) .. " / etcd exit " .. e.code .. " " .. F.show(e.stdout) .. F.show(e.stderr))
+  end
+end
+
+--- A channel `dev` on a fresh etcd store: the store, its root folder, and
+--- a runner of `agent-chat --root ROOT --store STORE ARGS...`.
+function E.fresh(opts, ...)
+  local store, root = E.store(opts), F.new_root()
+  local function ac(...)
+    return E.ac(store, root, { ... })
+  end
+  assert(ac("init", "dev").code == 0)
+  for _, argv in ipairs({ ... }) do
+    local r = ac(table.unpack(argv))
+    assert(r.code == 0, F.describe(r))
+  end
+  return store, root, ac
+end
+
+E.F = F
 return E
