@@ -363,8 +363,10 @@ _agent_chat()
             _agent_chat_add $choices
             return 0
         fi
+        # export --to is a folder (post --to names agents, below)
+        [[ $path == export && $opt == --to ]] && opt=--root
         case $opt in
-            --root | --to)
+            --root)
                 mapfile -t COMPREPLY < <(compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
             --body-file | --script | --history) _agent_chat_files ;;
