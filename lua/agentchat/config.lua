@@ -262,6 +262,10 @@ end
 -- store: where the state lives instead of the root folder (docs/etcd.md).
 function CHECK.store(v)
   local s = clean_text(v)
+  if s and s:match("^etcd://[^/?]*@") then
+    -- never shown back: it holds credentials
+    return nil, "must not carry credentials (user:password@): set etcd.user and etcd.password"
+  end
   if not s or s:sub(1, 7) ~= "etcd://" then
     return nil, "must be an etcd://HOST:PORT[,HOST:PORT...]/PREFIX URL (got "
       .. (type(v) == "string" and show(v) or type_of(v)) .. ")"

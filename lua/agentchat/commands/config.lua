@@ -17,6 +17,9 @@ local M = {}
 
 local function shown(field, value)
   if field == "store" then
+    if value and value:match("^etcd://[^/?]*@") then
+      return "(refused: credentials in the URL)"     -- never printed
+    end
     return value or "(the root folder)"
   elseif field == "etcd_password" then
     return value and "***" or "(unset)"      -- a secret is never printed
@@ -59,7 +62,7 @@ local function cmd_config(args, ctx)
     local settings = {}
     for _, s in ipairs(config.SETTINGS) do
       local v = cfg[s.field]
-      if s.secret and v ~= nil then
+      if v ~= nil and (s.secret or (s.field == "store" and v:match("^etcd://[^/?]*@"))) then
         v = "***"
       end
       settings[s.key] = { value = v == nil and json.null or v, source = cfg.sources[s.field] }
