@@ -236,7 +236,7 @@ static int check_message(struct check *c, struct ac_etcd_kv *kv, size_t skip, vo
 /* The counter against the highest message; --repair raises it. */
 static void check_counter(struct check *c, uint64_t max_seq)
 {
-    char *key = et_key(c->ch, "seq", (char *)NULL), hint[300] = "";
+    char *key = strdup(c->ch->seq_key), hint[300] = "";
     struct ac_etcd_range_req rq;
     struct ac_etcd_range_res rs;
     uint64_t seq = 0;

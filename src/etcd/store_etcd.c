@@ -425,8 +425,11 @@ static int et_chan_names(struct ac_store *base, char ***out, size_t *n, struct a
         ac_etcd_range_res_free(&rs);
         return et_nomem(err);
     }
-    /* etcd sorts keys bytewise: the names come sorted. */
+    /* etcd sorts keys bytewise: the names come sorted; a channel's
+     * counter ("<name>\x01seq") is no channel. */
     for (i = 0; i < rs.nkvs; i++) {
+        if (strchr(rs.kvs[i].key + skip, '\x01'))
+            continue;
         if (!((*out)[*n] = strdup(rs.kvs[i].key + skip))) {
             ac_names_free(*out, *n);
             *out = NULL;
@@ -480,6 +483,7 @@ static void et_chan_close(struct ac_chan *base)
     free(ch->cur_agent);
     free(ch->kp);
     free(ch->meta_key);
+    free(ch->seq_key);
     free(ch->base.name);
     free(ch);
 }
@@ -489,9 +493,11 @@ static int et_chan_open(struct ac_store *base, const char *name, struct ac_chan 
 {
     struct et_store *st = (struct et_store *)base;
     struct et_chan *ch;
-    struct ac_etcd_op ops[2];
-    struct ac_etcd_txn_res r;
-    char *seq_key;
+    struct ac_etcd_range_req rq;
+    struct ac_etcd_range_res rs;
+    char *end;
+    size_t i;
+    int rc;
 
     *out = NULL;
     if (ac_channel_name_check(name, err) == -1)
@@ -504,35 +510,49 @@ static int et_chan_open(struct ac_store *base, const char *name, struct ac_chan 
     ch->base.name = strdup(name);
     ch->kp = cat(st->prefix, "c/", name, "/", (char *)NULL);
     ch->meta_key = cat(st->prefix, "ch/", name, (char *)NULL);
-    seq_key = ch->kp ? et_key(ch, "seq", (char *)NULL) : NULL;
-    if (!ch->base.name || !ch->kp || !ch->meta_key || !seq_key) {
-        free(seq_key);
+    ch->seq_key = cat(st->prefix, "ch/", name, "\x01seq", (char *)NULL);
+    end = cat(st->prefix, "ch/", name, "\x02", (char *)NULL);
+    if (!ch->base.name || !ch->kp || !ch->meta_key || !ch->seq_key || !end) {
+        free(end);
         et_chan_close(&ch->base);
         return et_nomem(err);
     }
-    ops[0] = op_range(KEY(ch->meta_key), 0, 0, 0);
-    ops[1] = op_range(KEY(seq_key), 0, 0, 0);
-    if (read_txn(st->conn, ops, 2, &r, err) == -1) {
-        free(seq_key);
+    /* The channel record and its counter, adjacent keys: one range, from
+     * the member's own copy (no quorum round). A record it does not have
+     * yet (a channel created a moment ago through another member) is
+     * asked of the quorum; a counter it has behind only loses the post's
+     * first compare. */
+    memset(&rq, 0, sizeof rq);
+    rq.keys = RANGE(ch->meta_key, end);
+    rq.serializable = 1;
+    rc = ac_etcd_range(st->conn->e, &rq, &rs, 0, err);
+    if (rc == 0 && (rs.nkvs == 0 || strcmp(rs.kvs[0].key, ch->meta_key) != 0)) {
+        ac_etcd_range_res_free(&rs);
+        rq.serializable = 0;
+        rc = ac_etcd_range(st->conn->e, &rq, &rs, 0, err);
+    }
+    free(end);
+    if (rc == -1) {
         et_chan_close(&ch->base);
         return -1;
     }
-    free(seq_key);
-    if (r.ops[0].range.nkvs == 0) {
-        ac_etcd_txn_res_free(&r);
+    for (i = 0; i < rs.nkvs; i++) {
+        if (strcmp(rs.kvs[i].key, ch->meta_key) == 0 && !ch->meta) {
+            /* the channel record, kept: nothing rewrites it */
+            ch->meta = rs.kvs[i].value;
+            ch->meta_len = rs.kvs[i].value_len;
+            rs.kvs[i].value = NULL;
+        } else if (strcmp(rs.kvs[i].key, ch->seq_key) == 0) {
+            ch->seq = strtoll(rs.kvs[i].value, NULL, 10);
+            ch->seq_mod = rs.kvs[i].mod_revision;
+        }
+    }
+    ch->rev = rs.revision;
+    ac_etcd_range_res_free(&rs);
+    if (!ch->meta) {
         et_chan_close(&ch->base);
         return not_found(base, name, err);
     }
-    /* the channel record, kept: nothing rewrites it */
-    ch->meta = r.ops[0].range.kvs[0].value;
-    ch->meta_len = r.ops[0].range.kvs[0].value_len;
-    r.ops[0].range.kvs[0].value = NULL;
-    if (r.ops[1].range.nkvs == 1) {
-        ch->seq = strtoll(r.ops[1].range.kvs[0].value, NULL, 10);
-        ch->seq_mod = r.ops[1].range.kvs[0].mod_revision;
-    }
-    ch->rev = r.revision;
-    ac_etcd_txn_res_free(&r);
     *out = &ch->base;
     return 0;
 }
@@ -638,7 +658,7 @@ static int et_msg_list(struct ac_chan *base, int64_t after, int use_stamp,
     struct et_chan *ch = et_chan(base);
     char from[24], last[24];
     char *mp = et_key(ch, "m/", (char *)NULL), *mend = NULL, *fromk = NULL, *lastk = NULL;
-    char *seqk = et_key(ch, "seq", (char *)NULL);
+    char *seqk = strdup(ch->seq_key);
     struct ac_etcd_op ops[4];
     struct ac_etcd_txn_res r;
     size_t i;
@@ -887,7 +907,7 @@ static int post_attempt(struct ac_etcd *e, void *ctx, int64_t deadline, struct a
     seq20(p->first, first20);
     snprintf(next, sizeof next, "%" PRIu64, seq);
     text = ac_msg_compose(&p->f, &len);
-    seqk = et_key(ch, "seq", (char *)NULL);
+    seqk = strdup(ch->seq_key);
     ip = et_key(ch, "i/", (char *)NULL);
     iend = ip ? et_prefix_end(ip) : NULL;
     ifrom = ip ? cat(ip, first20, (char *)NULL) : NULL;
@@ -1641,7 +1661,7 @@ static int put_attempt(struct ac_etcd *e, void *ctx, int64_t deadline, struct ac
 {
     struct put_try *p = ctx;
     struct et_chan *ch = p->ch;
-    char *seqk = et_key(ch, "seq", (char *)NULL), next[24];
+    char *seqk = strdup(ch->seq_key), next[24];
     struct ac_etcd_cmp cmp[3];
     struct ac_etcd_op ok[2], no[3];
     struct ac_etcd_txn_req t;

@@ -9,7 +9,9 @@
  *
  *   P/ch/<chan>                    the channel record (_meta.json bytes):
  *                                  the channel exists when this key does
- *   P/c/<chan>/seq                 the highest seq ever given ("17")
+ *   P/ch/<chan>\x01seq             the highest seq ever given ("17"), right
+ *                                  after the channel record: one range
+ *                                  reads both when a channel opens
  *   P/c/<chan>/m/<seq:020>/<name>  a message, its bytes as the folder's
  *                                  file holds them (<name> is the file
  *                                  name, "0017-alice-hello.md")
@@ -58,6 +60,8 @@ struct et_chan {
     struct et_store *st;
     char *kp;                   /* "P/c/<chan>/" */
     char *meta_key;             /* "P/ch/<chan>" */
+    char *seq_key;              /* "P/ch/<chan>\x01seq" (no channel name holds
+                                   a control character) */
     int64_t seq;                /* the counter as last read or written */
     int64_t seq_mod;            /* its mod revision (0: absent) */
     int64_t rev;                /* the store revision of the last listing */

@@ -107,8 +107,12 @@ function E.both(steps, env)
       a[#a + 1] = w
     end
     local sort = argv.sort        -- { ..., sort = true }: an order that depends on random ids
+    local ages = argv.ages        -- { ..., ages = true }: "1s" ago, which a second boundary moves
     local function out(x, root)
       x = normalize(x, root, store)
+      if ages then
+        x = x:gsub(" %d+s\n", " <AGE>\n"):gsub(" %d+s ", " <AGE> ")
+      end
       if sort then
         local lines = F.lines(x)
         table.sort(lines)
