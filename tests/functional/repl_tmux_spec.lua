@@ -90,6 +90,12 @@ describe("agent-chat repl in a terminal (tmux)", function()
     end)
   end
 
+  -- The row of the pane's cursor (0 is the top).
+  local function cursor_row()
+    local _, out = tmux("display-message", "-p", "-t", session, "#{cursor_y}")
+    return tonumber(out:match("%d+"))
+  end
+
   -- Type literal text (no key names), then press the named keys.
   local function type_text(text)
     assert(tmux("send-keys", "-t", session, "-l", text))
@@ -201,6 +207,9 @@ describe("agent-chat repl in a terminal (tmux)", function()
       return #lines() == 1
     end)
     type_text("this line is abandoned")
+    -- Ctrl-C is a signal: the terminal flushes input the REPL has not read
+    -- yet, so press it only once the text is on the line.
+    wait_last_line("> this line is abandoned")
     press("C-c")
     wait_for("> this line is abandoned^C\n>")
     type_text("1 + 1")
@@ -217,7 +226,11 @@ describe("agent-chat repl in a terminal (tmux)", function()
     end)
     type_text("while true do end")
     press("Enter")
+    -- Running: the Enter was read (the cursor left the prompt's row).
     wait_last_line("> while true do end")
+    wait_until("the chunk running", function()
+      return cursor_row() == 1
+    end)
     press("C-c")
     wait_for("agent-chat: INTERRUPTED: cancelled by user\nstack traceback:\n")
     wait_last_line(">")
