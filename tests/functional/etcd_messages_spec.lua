@@ -131,6 +131,26 @@ describe("the etcd store: messages", function()
     assert.equal("(no new messages for bob in 'w'; cursor at #1)\n", r.stdout)
   end)
 
+  it("ends its session lease when a command exits: a timed-out wait leaves no lease behind", function()
+    -- A wait prepares the session lease of the cursor lock it takes on
+    -- waking; the CLI must close the store (which revokes it) before it
+    -- exits, not leave it to expire (cli.main, agentchat.remote_opened).
+    local store, root = E.store(), F.new_root()
+    assert.equal(0, E.ac(store, root, { "init", "l" }).code)
+    local function leases()
+      local p = io.popen("ETCDCTL_API=3 etcdctl --endpoints=" .. F.sh(E.endpoints) .. " lease list 2>&1")
+      local out = p:read("a")
+      p:close()
+      return out
+    end
+    local before = leases():match("found (%d+) leases")
+    assert.truthy(before, leases())
+    local r = E.ac(store, root, { "wait", "l", "--as", "bob", "--timeout", "1" })
+    assert.equal(2, r.code, F.show(r.stderr))    -- the timeout's
+    assert.truthy(r.stderr:find("timeout after 1.0s", 1, true), r.stderr)
+    assert.equal(before, leases():match("found (%d+) leases"))
+  end)
+
   it("keeps cursors monotonic under concurrent readers: each message read once", function()
     local store, root = E.store(), F.new_root()
     assert.equal(0, E.ac(store, root, { "init", "r" }).code)
