@@ -85,10 +85,11 @@
  *    advance), a notification wait that also wakes on a descriptor of
  *    the caller (watch_wait_fd: the bridge of docs/claude-teams.md waits
  *    for the channel and a host folder in one call), and copying a message
- *    file between stores (msg_put). Version 2 is not released yet: its last
- *    five operations came with it, appended (mutex_keep, chan_hidden,
- *    chan_open_hidden, watch_wait_fd, msg_put); a table may leave any of
- *    them NULL. */
+ *    file between stores (msg_put), and opening a channel whose metadata
+ *    is missing (chan_open_bare). Version 2 is not released yet: its last
+ *    six operations came with it, appended (mutex_keep, chan_hidden,
+ *    chan_open_hidden, watch_wait_fd, msg_put, chan_open_bare); a table may
+ *    leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -509,6 +510,15 @@ struct ac_store_ops {
      * a message file's. May be NULL (STORE_UNSUPPORTED). */
     int (*msg_put)(struct ac_chan *ch, const char *name, const char *data, size_t len,
                    struct ac_err *err);
+    /* Open channel `name` even when its metadata is missing: `state` and
+     * `compact` of a channel folder whose _meta.json went away read it as
+     * the Python tool does (empty topic and members). Such a channel takes
+     * no post (CHANNEL_NOT_FOUND, as before); everything else that state
+     * reads works. CHANNEL_NOT_FOUND when there is no channel by that
+     * name at all. May be NULL: chan_open (a store whose channels cannot
+     * exist without their metadata). */
+    int (*chan_open_bare)(struct ac_store *st, const char *name, struct ac_chan **out,
+                          struct ac_err *err);
 };
 
 struct ac_store {
@@ -519,6 +529,7 @@ struct ac_store {
 struct ac_chan {
     struct ac_store *store;
     char *name;
+    int bare;                   /* opened by chan_open_bare, its metadata missing */
 };
 
 /* ---- backends ---- */
@@ -556,6 +567,8 @@ int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta
 int ac_store_hidden_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err);
 int ac_store_chan_open_hidden(struct ac_store *st, const char *name, struct ac_chan **out,
                               struct ac_err *err);
+int ac_store_chan_open_bare(struct ac_store *st, const char *name, struct ac_chan **out,
+                            struct ac_err *err);
 void ac_chan_close(struct ac_chan *ch);
 
 int ac_chan_meta_read(struct ac_chan *ch, struct ac_file *out, struct ac_err *err);

@@ -1791,4 +1791,5 @@ static const struct ac_store_ops et_ops = {
     NULL,
     et_watch_wait_fd,
     et_msg_put,
+    NULL,                       /* chan_open_bare: a channel without its record is none */
 };
