@@ -110,21 +110,6 @@ local Root = {}
 Root.__index = Root
 Root.__name = "agentchat.root"
 
--- A broken config file stops the store lookup only when it may say where
--- the store is (a top-level `store:` line): a command that needs nothing
--- else from it keeps working, as it did before stores could be chosen.
-local function broken_store_file(cfg)
-  for _, scope in ipairs({ "root", "user" }) do
-    local f = cfg.files[scope]
-    if f and f.status == "invalid" then
-      local text = sys.read_file(f.path, 1024 * 1024 + 1) or ""
-      if ("\n" .. text):find("\nstore[ \t]*:") then
-        return f
-      end
-    end
-  end
-end
-
 -- Could a config file name a store? A cheap probe for the two files first
 -- (config.user_path and config.root_path say where they are): most commands
 -- run without any, and loading the config module costs about a tenth of a
@@ -149,7 +134,8 @@ end
 --- else $AGENT_CHAT_STORE (empty = unset), else the root config's `store`,
 --- else the user config's. Returns the etcd URL and the options of
 --- store.open (credentials and TLS files from the etcd.* settings), false for
---- the root folder, or nil, message, code.
+--- the root folder, or nil, message, code. The usual case, no store named
+--- anywhere, is decided here; the rest in agentchat.storechoice.
 function M.resolve_store(root, flag)
   local spec = flag
   if spec == nil then
@@ -165,35 +151,7 @@ function M.resolve_store(root, flag)
   if spec == nil and not present then
     return false
   end
-  local cfg
-  if present then
-    cfg = require("agentchat.config").load{ root = root, lenient = true }
-  else
-    -- no file to read: the environment alone (what config.load would say)
-    local function env(name)
-      local v = os.getenv(name)
-      return v ~= "" and v or nil
-    end
-    cfg = { etcd_user = env("AGENT_CHAT_ETCD_USER"), etcd_password = env("AGENT_CHAT_ETCD_PASSWORD"),
-            etcd_ca = env("AGENT_CHAT_ETCD_CA"), etcd_cert = env("AGENT_CHAT_ETCD_CERT"),
-            etcd_key = env("AGENT_CHAT_ETCD_KEY") }
-  end
-  if spec == nil then
-    local bad = broken_store_file(cfg)
-    if bad then
-      return fail(bad.code, bad.error)
-    end
-    spec = cfg.store
-  end
-  if spec == nil then
-    return false
-  end
-  if not store.is_etcd(spec) then
-    return fail("STORE_INVALID", "store must be an etcd://HOST:PORT[,HOST:PORT...]/PREFIX URL "
-      .. "(the root folder needs no store setting)")
-  end
-  return spec, { username = cfg.etcd_user, password = cfg.etcd_password, ca_file = cfg.etcd_ca,
-                 cert_file = cfg.etcd_cert, key_file = cfg.etcd_key }
+  return require("agentchat.storechoice").resolve(root, spec, present)
 end
 
 --- Open a root (need not exist). `path` nil resolves as resolve_root(nil);
@@ -309,78 +267,6 @@ function Root:init(name, opts)
   return self:channel(name)
 end
 
--- Copy `names` (nil: every channel of src) from store src to store dst
--- (agentchat.store's copy, include/agentchat/copy.h): a list of reports
--- {channel, messages, records, acks, cursors, skipped}, or nil, message,
--- code, exit at the first failure (the reports so far as a fifth value).
-local function copy_channels(src, dst, names)
-  if names == nil then
-    local all, msg, code, exit = src:channels()
-    if not all then
-      return nil, msg, code, exit
-    end
-    names = all
-  end
-  local reports = {}
-  for _, name in ipairs(names) do
-    if type(name) ~= "string" then
-      error("channels must be a list of names", 3)
-    end
-    local rep, msg, code, exit = store.copy(src, dst, name)
-    if not rep then
-      return nil, msg, code, exit, reports
-    end
-    rep.channel = name
-    reports[#reports + 1] = rep
-  end
-  return reports
-end
-
--- Copy between this root's store and the folder (or store) `dir`, each
--- way: the other store opened, the copy, the other store closed. `into`:
--- the root's store is the target (import).
-local function copy_with(self, dir, opts, what, into)
-  if type(dir) ~= "string" then
-    error(what .. " expects a folder path", 3)
-  end
-  local other, msg, code, exit = store.open(store.is_etcd(dir) and dir or M.normalize_path(dir))
-  if not other then
-    return nil, msg, code, exit
-  end
-  local names = (opts or {}).channels
-  if into and names == nil then
-    names, msg, code, exit = other:channels()
-    if names and #names == 0 then
-      names, msg, code = nil, "no channel under " .. dir .. " (a folder root holds <channel>/_meta.json)",
-        "IMPORT_INVALID_FOLDER"
-    end
-  end
-  local reports, partial
-  if names ~= nil or not into then
-    local src, dst = self._store, other
-    if into then
-      src, dst = other, self._store
-    end
-    reports, msg, code, exit, partial = copy_channels(src, dst, names)
-  end
-  other:close()
-  return reports, msg, code, exit, partial
-end
-
---- Copy channels of this root's store to the folder `dir`, in the folder
---- format (docs/etcd.md "Migration"); opts.channels: names (default: all).
---- A channel the folder has already is refused (CHANNEL_EXISTS).
-function Root:export(dir, opts)
-  return copy_with(self, dir, opts, "export", false)
-end
-
---- Copy channels of the folder root `dir` into this root's store (the
---- reverse of export); opts.channels: names (default: all of the folder).
---- IMPORT_INVALID_FOLDER when the folder holds no channel.
-function Root:import_folder(dir, opts)
-  return copy_with(self, dir, opts, "import_folder", true)
-end
-
 --- Names of the channels under the root, sorted.
 function Root:channel_names()
   return self._store:channels()
@@ -483,6 +369,7 @@ M._families = {
                M = { "recipients", "check_agent" } },
   inbox = { Root = { "inbox", "commit_inbox" } },
   fsck = { Root = { "fsck" } },
+  copy = { Root = { "export", "import_folder" } },
   import = { Channel = { "import_team", "import_bus", "import_claude_team" } },
 }
 
