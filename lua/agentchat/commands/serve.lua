@@ -23,6 +23,9 @@ function M.parse_listen(s)
   if not host then
     return nil, "--listen takes HOST:PORT or [IPV6]:PORT (a numeric address), not '" .. s .. "'"
   end
+  if not host:match("^%d+%.%d+%.%d+%.%d+$") and not host:find(":", 1, true) then
+    return nil, "--listen takes a numeric address (127.0.0.1, ::1, 0.0.0.0), not '" .. host .. "'"
+  end
   port = tonumber(port)
   if not port or port > 65535 then
     return nil, "--listen: the port must be 0 to 65535"
