@@ -21,6 +21,7 @@
 -- The page's script comes from /static/app.js and the Content-Security-
 -- Policy of the server allows no other, so even a mistake here would not
 -- run a script.
+local json = require "agentchat.json"
 local kinds = require "agentchat.kinds"
 local sys = require "agentchat.sys"
 
@@ -210,7 +211,10 @@ local function header(m)
     parts[#parts + 1] = '<span class="status">' .. esc(m.status) .. "</span>"
   end
   if m.ts then
-    parts[#parts + 1] = '<time datetime="' .. esc(m.ts) .. '">' .. esc(m.ts) .. "</time>"
+    -- The time of day shown, the whole stamp on hover.
+    local shown = m.ts:match("^%d+%-%d+%-%d+T(%d+:%d+:%d+)") or m.ts
+    parts[#parts + 1] = '<time datetime="' .. esc(m.ts) .. '" title="' .. esc(m.ts) .. '">' .. esc(shown)
+      .. "</time>"
   end
   return table.concat(parts, " ")
 end
@@ -223,6 +227,22 @@ function M.message(m, links)
   if kind == "audit" then
     return string.format('<details class="msg audit" id="m-%d"><summary>%s <span class="title">%s</span>'
       .. "</summary><pre>%s</pre></details>", m.seq, header(m), esc(title), esc(m.body or ""))
+  end
+  if kind == "event" then
+    -- A capability or status event: one line (its JSON on hover).
+    local ok, ev = pcall(json.loads, m.body or "")
+    local text = m.title or ""
+    if ok and type(ev) == "table" then
+      local bits = {}
+      for _, k in ipairs({ "event", "status", "detail", "harness" }) do
+        if type(ev[k]) == "string" then
+          bits[#bits + 1] = ev[k]
+        end
+      end
+      text = table.concat(bits, " \u{b7} ")
+    end
+    return string.format('<div class="msg event" id="m-%d" title="%s">%s <span class="title">%s</span></div>',
+      m.seq, esc(m.body or ""), header(m), esc(text))
   end
   local role, t = typed(m)
   local id = request_id(m)

@@ -156,7 +156,7 @@ h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .05em; color: #
 .msg .body pre { background: #f4f5f8; padding: 6px 8px; border-radius: 4px; overflow-x: auto; }
 .msg .body code { background: #f0f1f5; padding: 0 3px; border-radius: 3px; }
 .msg .body blockquote { border-left: 3px solid #ccd; margin: 4px 0; padding-left: 8px; color: #5b6478; }
-.msg.event { background: #f7f9ff; }
+.msg.event { background: #f7f9ff; padding: 4px 12px; font-size: 12px; }
 details.audit { background: #f7f7f9; padding: 4px 12px; font-size: 12px; }
 details.audit pre { font-size: 11px; overflow-x: auto; }
 .badge { font-size: 11px; padding: 1px 6px; border-radius: 8px; background: #e5e8f0; color: #39425a;
