@@ -16,7 +16,6 @@
  *                                         the handle (an agentchat.channel of
  *                                         its own) is the watcher thread's
  *                                         from then on: the caller never uses it
- *   srv:notifying(hub)                    -- false: the hub rescans
  *   srv:publish(hub, text)
  *   srv:close()                           -- also __close and __gc
  *   http.is_loopback(host)                -- 127.0.0.0/8 or ::1
@@ -193,13 +192,6 @@ static int srv_hub(lua_State *L)
     return 1;
 }
 
-static int srv_notifying(lua_State *L)
-{
-    struct l_server *s = check_server(L);
-    lua_pushboolean(L, ac_httpd_hub_notifying(s->h, (int)luaL_checkinteger(L, 2)));
-    return 1;
-}
-
 static int srv_publish(lua_State *L)
 {
     struct l_server *s = check_server(L);
@@ -246,7 +238,7 @@ static int l_is_loopback(lua_State *L)
 
 static const luaL_Reg server_methods[] = {
     { "port", srv_port }, { "next", srv_next }, { "respond", srv_respond },
-    { "stream", srv_stream }, { "hub", srv_hub }, { "notifying", srv_notifying },
+    { "stream", srv_stream }, { "hub", srv_hub },
     { "publish", srv_publish }, { "close", srv_close }, { NULL, NULL }
 };
 

@@ -558,13 +558,6 @@ int ac_httpd_hub(struct ac_httpd *h, const char *name, struct ac_chan *ch, int *
     return h->nhubs++;
 }
 
-int ac_httpd_hub_notifying(struct ac_httpd *h, int hub)
-{
-    /* Read without the thread's knowledge: a pointer that only ever goes
-     * from set to NULL, for a report. */
-    return hub >= 0 && hub < h->nhubs && h->hubs[hub]->w != NULL;
-}
-
 /* ---- the loop's side ---- */
 
 static int open_listener(struct ac_httpd *h, struct ac_err *err)

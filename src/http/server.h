@@ -111,9 +111,6 @@ int ac_httpd_stream(struct ac_httpd *h, uint64_t id, int hub, const char *pre, s
 int ac_httpd_hub(struct ac_httpd *h, const char *name, struct ac_chan *ch, int *taken,
                  struct ac_err *err);
 
-/* Whether hub `hub` waits on the store's notification (0: it rescans). */
-int ac_httpd_hub_notifying(struct ac_httpd *h, int hub);
-
 /* Send `text` (whole SSE events) to every stream of hub `hub`. */
 int ac_httpd_publish(struct ac_httpd *h, int hub, const char *text, size_t len);
 
