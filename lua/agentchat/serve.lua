@@ -15,7 +15,7 @@
 -- Routes (GET and HEAD only; the server refuses anything else with 405):
 --   /                          the page (the first channel)
 --   /c/CH[?before=SEQ]         the page of channel CH
---   /c/CH/fragment/{board,locks,team,timeline}, /fragment/channels
+--   /c/CH/fragment/{board,locks,team}, /fragment/channels[?current=CH]
 --                              the parts the page's script refreshes
 --   /static/app.js, /static/app.css
 --   /api/channels              [{name, count, topic, members, last_seq, unread}]
@@ -289,7 +289,7 @@ local function page(st, name, args)
   return 200, HTML, web.page(p)
 end
 
-local function fragment(st, name, which)
+local function fragment(st, name, which, args)
   if name == nil then
     if which ~= "channels" then
       return fail_html("NOT_FOUND", "no such fragment")
@@ -298,7 +298,7 @@ local function fragment(st, name, which)
     if not list then
       return fail_html(code, msg)
     end
-    return 200, HTML, web.channels(list, nil, st.q)
+    return 200, HTML, web.channels(list, args.current, st.q)
   end
   local ch, msg, code = open_channel(st, name)
   if not ch then
@@ -386,7 +386,7 @@ function M.route(st, req)
     return 200, JSON, encode({ channels = list })
   end
   if path == "/fragment/channels" then
-    return fragment(st, nil, "channels")
+    return fragment(st, nil, "channels", args)
   end
   local parts = {}
   for seg in path:gmatch("[^/]+") do
@@ -398,7 +398,7 @@ function M.route(st, req)
   if parts[1] == "c" and parts[2] and not parts[3] then
     return page(st, parts[2], args)
   elseif parts[1] == "c" and parts[2] and parts[3] == "fragment" and parts[4] and not parts[5] then
-    return fragment(st, parts[2], parts[4])
+    return fragment(st, parts[2], parts[4], args)
   elseif parts[1] == "api" and parts[2] == "channels" and parts[3] and parts[4] and #parts <= 5 then
     return api_channel(st, parts[3], parts[4], parts[5], args)
   end

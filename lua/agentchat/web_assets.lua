@@ -75,7 +75,7 @@ M["app.js"] = [==[
       replace('board', base + 'board');
       replace('locks', base + 'locks');
       replace('team', base + 'team');
-      replace('channels', '/fragment/channels');
+      replace('channels', '/fragment/channels?current=' + encodeURIComponent(channel));
     }, 300);
   }
 
