@@ -435,7 +435,12 @@ local function hub_of(st, srv, name)
   if h then
     return h
   end
-  local wroot, msg, code = ac.open(st.root.path)
+  local wroot, msg, code
+  if st.opts.reopen then
+    wroot, msg, code = st.opts.reopen()
+  else
+    wroot, msg, code = ac.open(st.root.path)
+  end
   if not wroot then
     return nil, msg, code
   end
@@ -541,7 +546,9 @@ M.new_state = new_state
 
 --- Serve until SIGINT/SIGTERM. opts: host, port, token, channels (list or
 --- nil), max_streams, max_connections, out(line) for the address line,
---- log(line) for warnings. Returns 0, "signal" after a signal; 1, "error",
+--- log(line) for warnings, reopen() -> another Root of the same store (a
+--- streamed channel's watcher gets a handle of its own; default
+--- ac.open(root.path)). Returns 0, "signal" after a signal; 1, "error",
 --- message, code when the server could not start.
 function M.run(root, opts)
   local http = require "agentchat.http"

@@ -88,6 +88,9 @@ local function cmd_serve(args, ctx)
   end
   local code, reason, msg, ecode = require("agentchat.serve").run(root, {
     host = host, port = port, token = token or nil, channels = channels, max_streams = args.max_streams,
+    reopen = function()
+      return require("agentchat").open(args.root)
+    end,
     out = function(line)
       ctx.out(line .. "\n")
       ctx.flush()
