@@ -99,6 +99,12 @@ RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
             src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c \
             src/l_sandbox.c
+# The HTTP server of `serve` (src/http/, libmicrohttpd loaded with dlopen
+# when serve starts: src/http/mhdapi.h says why; only its header is needed
+# to build) and its binding.
+HTTP_SRC := src/http/mhdapi.c src/http/server.c
+HOST_SRC += src/l_http.c $(HTTP_SRC)
+MHD_CFLAGS = $(shell $(PKG_CONFIG) --cflags libmicrohttpd)
 LUA_SRC := $(shell find lua -name '*.lua' | LC_ALL=C sort)
 
 RUNTIME_OBJ := $(RUNTIME_SRC:src/%.c=build/%.o)
@@ -137,7 +143,7 @@ deps:
 	@scripts/install-deps
 
 agent-chat: $(RUNTIME_OBJ) $(HOST_OBJ) $(ETCD_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS) $(ETCD_LIBS)
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $^ $(ALL_LDFLAGS) $(LIBS) $(ETCD_LIBS)
 
 build/librt.a: $(RUNTIME_OBJ)
 	$(AR) rcs $@ $^
@@ -169,6 +175,7 @@ build/tests/%: tests/c/%.c $(wildcard tests/c/*.h) build/librt.a | build
 	@mkdir -p build/tests
 	$(CC) $(ALL_CFLAGS) -Itests/c -o $@ $< build/librt.a $(ALL_LDFLAGS) $(LIBS)
 
+$(HTTP_SRC:src/%.c=build/%.o) build/l_http.o: ALL_CFLAGS += $(MHD_CFLAGS) -pthread
 $(ETCD_OBJ): ALL_CFLAGS += $(CURL_CFLAGS)
 build/libetcd.a: $(ETCD_OBJ)
 	$(AR) rcs $@ $^

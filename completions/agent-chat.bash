@@ -25,7 +25,7 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import export bridge run watch repl hook config fsck"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import export bridge run watch repl serve hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
 _agent_chat_import_commands="team bus claude-team folder"
@@ -138,6 +138,7 @@ _agent_chat_spec()
             _agent_chat_flags+=" --tasks --locks --once"
             _agent_chat_pos="channel" ;;
         repl) _agent_chat_valued="--history"; _agent_chat_flags+=" --no-history" ;;
+        serve) _agent_chat_valued="--listen --channels --token --token-file --max-streams" ;;
         hook) _agent_chat_pos="hook" ;;
         config) _agent_chat_flags+=" --json" ;;
         fsck) _agent_chat_flags+=" --repair --json --verbose"; _agent_chat_pos="channel +" ;;
@@ -378,7 +379,7 @@ _agent_chat()
             --root)
                 mapfile -t COMPREPLY < <(compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;
-            --body-file | --script | --history) _agent_chat_files ;;
+            --body-file | --script | --history | --token-file) _agent_chat_files ;;
             --template)
                 mapfile -t COMPREPLY < <(compgen -f -X '!*.lua' -- "$cur"; compgen -d -- "$cur")
                 compopt -o filenames 2>/dev/null ;;

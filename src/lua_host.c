@@ -237,6 +237,8 @@ void ac_lua_openlibs(lua_State *L)
     lua_setfield(L, -2, "agentchat._fsck");
     lua_pushcfunction(L, luaopen_agentchat_folder);
     lua_setfield(L, -2, "agentchat.folder");
+    lua_pushcfunction(L, luaopen_agentchat_http);
+    lua_setfield(L, -2, "agentchat.http");
     lua_pushcfunction(L, luaopen_agentchat_sandboxlib);
     lua_setfield(L, -2, "agentchat.sandboxlib");
     lua_pushcfunction(L, ac_lua_yaml_alias);

@@ -60,6 +60,7 @@ int luaopen_agentchat_yaml(lua_State *L);
 int luaopen_agentchat_fsck(lua_State *L);
 int luaopen_agentchat_folder(lua_State *L);
 int luaopen_agentchat_sandboxlib(lua_State *L);
+int luaopen_agentchat_http(lua_State *L);
 /* package.preload["yaml"]: returns require "agentchat.yaml". */
 int ac_lua_yaml_alias(lua_State *L);
 

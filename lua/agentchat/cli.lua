@@ -42,6 +42,7 @@ M.commands = {
   { "run", "scripting", "run a Lua script with the agentchat API" },
   { "watch", "watch", "run a Lua handler for each new message (zero-token loop)" },
   { "repl", "repl", "interactive Lua with the agentchat API" },
+  { "serve", "serve", "serve a read-only live web view of the channels" },
   { "hook", "hooks", "host lifecycle hooks: session-start, prompt, stop" },
   { "config", "config", "show the effective settings and where each comes from" },
   { "fsck", "fsck", "check channel folders for corruption; --repair fixes the safe things" },
