@@ -21,6 +21,9 @@
 --   T.messages(snap)       message files of a channel snapshot: list of
 --                          {path=, seq=, text=} sorted by seq
 --   T.parse_message(text)  frontmatter fields + parsed JSON body, or nil, why
+--   T.new_channel()        a fresh root (on T.scratch()) with channel "c"
+--   T.race(root, n, argv_of) n runs at once (a go-file barrier), run i with
+--                          argv_of(i) -> list of {code=, stdout=, stderr=, argv=}
 local H = require "spec_helper"
 local F = require "support"
 local json = require "agentchat.json"
@@ -282,6 +285,45 @@ function T.parse_message(text)
   end
   return { seq = tonumber(seq), from = from, channel = channel, ts = ts, status = status,
            title = title, body = obj }
+end
+
+--- Run `n` jobs at once (released together by a go-file barrier): job i
+--- runs the binary with argv_of(i) (--root prepended). Returns a list of
+--- {code=, stdout=, stderr=, argv=}.
+function T.race(root, n, argv_of)
+  local dir = T.scratch()
+  local lines = {
+    'W=$1; R=$2',
+    'job() { i=$1; shift',
+    '  while [ ! -e "$W/go" ]; do sleep 0.005; done',
+    '  "$A" --root "$R" "$@" >"$W/out.$i" 2>"$W/err.$i"; echo $? >"$W/rc.$i"; }',
+  }
+  for i = 1, n do
+    local words = {}
+    for _, w in ipairs(argv_of(i)) do
+      words[#words + 1] = F.sh(w)
+    end
+    lines[#lines + 1] = "job " .. i .. " " .. table.concat(words, " ") .. " &"
+  end
+  lines[#lines + 1] = "sleep 0.2; : >\"$W/go\"; wait"
+  local rc = F.shell(table.concat(lines, "\n") .. "\n", nil, dir, root)
+  assert(rc == 0, "race script failed")
+  local out = {}
+  for i = 1, n do
+    out[i] = {
+      code = tonumber(F.read(dir .. "/rc." .. i)),
+      stdout = F.read(dir .. "/out." .. i),
+      stderr = F.read(dir .. "/err." .. i),
+      argv = argv_of(i),
+    }
+  end
+  return out
+end
+
+function T.new_channel()
+  local root = T.scratch() .. "/root"
+  T.must(root, { "init", "c" })
+  return root
 end
 
 package.loaded["tasksupport"] = T
