@@ -56,7 +56,6 @@ describe("task next", function()
       T.must(root, { "task", "create", "c", string.format("q%02d", i), "--from", "lead", "--title", "job " .. i,
                      "--for-capability", "build" })
     end
-    local capable = {}
     local function agent(i)
       return (i % 4 == 0 and "writer" or "builder") .. i
     end
@@ -74,7 +73,6 @@ describe("task next", function()
         seen[id] = agent(i)
         won[#won + 1] = id
         assert.are_not.equal(0, i % 4, agent(i) .. " has no build capability but claimed " .. id)
-        capable[agent(i)] = true
       else
         assert.are.equal(3, r.code, agent(i) .. ": " .. r.stdout)
         assert.are.equal("no ready task for " .. agent(i) .. " in 'c'\n", r.stdout)
@@ -188,7 +186,7 @@ describe("task next", function()
     assert.are.equal(json.null, list[2].owner)
   end)
 
-  it("refuses a bad capability with one coded line and writes nothing", function()
+  it("refuses a bad capability, actor, lease or wait with one coded line and writes nothing", function()
     local root = new_channel()
     local before = F.snapshot(root)
     local r = T.run(root, { "task", "create", "c", "t1", "--from", "lead", "--title", "x",
@@ -196,9 +194,12 @@ describe("task next", function()
     assert.are.same({ 2, "" }, { r.code, r.stdout })
     assert.are.equal("agent-chat: TASK_INVALID_CAPABILITY: capability must contain only letters, digits, "
       .. "'.', '_' or '-': 'a/b'\n", r.stderr)
-    r = T.run(root, { "task", "next", "c", "--as", "bob", "--capability", ".x" })
-    assert.are.equal(2, r.code)
-    assert.is_nil(F.error_line(r.stderr))
+    for _, argv in ipairs({ { "--as", "bob", "--capability", ".x" }, { "--as", "a/b" }, { "--as", "" },
+                            { "--as", "bob", "--lease-seconds", "0" }, { "--as", "bob", "--wait", "-1" } }) do
+      r = T.run(root, { "task", "next", "c", table.unpack(argv) })
+      assert.are.same({ 2, "" }, { r.code, r.stdout }, table.concat(argv, " "))
+      assert.is_nil(F.error_line(r.stderr))
+    end
     assert.are.same({}, F.diff(before, F.snapshot(root)))
   end)
 end)

@@ -213,6 +213,15 @@ function A.install(Channel, M)
     if caps == nil and msg then
       return nil, msg, code, exit
     end
+    -- The actor and the lease are checked before the look (as a claim
+    -- checks them), so bad ones fail whether or not a task is ready.
+    if not opts.as:match(NAME) then
+      return nil, "owner must be a safe identity", "LEASE_INVALID_OWNER", 2
+    end
+    local lease = opts.lease or 300.0
+    if not (lease > 0) then
+      return nil, "lease duration must be positive", "LEASE_INVALID_DURATION", 2
+    end
     local sys = require "agentchat.sys"
     local wait = opts.wait or 0
     if wait ~= wait or wait < 0 then
@@ -245,7 +254,7 @@ function A.install(Channel, M)
       sort_oldest(ready, created)
       for _, t in ipairs(ready) do
         local rec
-        rec, msg, code, exit = self:claim(t.id, { as = opts.as, lease = opts.lease or 300.0 })
+        rec, msg, code, exit = self:claim(t.id, { as = opts.as, lease = lease })
         if rec then
           return rec
         elseif not LOST[code] then

@@ -237,8 +237,12 @@ local function cmd_next(args, ctx)
   if not ch then
     return rc
   end
+  local wait, err_rc = open.seconds(ctx, args.wait, "--wait")
+  if not wait then
+    return err_rc
+  end
   local t, msg, code, exit = ch:next_task{ as = args.as, capabilities = flat_list(args.capability),
-                                           lease = args.lease_seconds, wait = args.wait }
+                                           lease = args.lease_seconds, wait = wait }
   if not t then
     if code == "TASK_NONE_READY" then
       ctx.out(msg .. "\n")
