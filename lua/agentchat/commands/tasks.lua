@@ -315,7 +315,9 @@ local HELP = {
 function build_task(task)
   local ts = task:subparsers{ dest = "task_command", metavar = "COMMAND", required = true }
   for _, name in ipairs(SUBCOMMANDS) do
-    ts:lazy(name, { help = HELP[name], tag = TAG, build = function(p)
+    -- `next` is ours: unlisted, so an invalid subcommand still lists the
+    -- Python tool's eleven (its golden error line).
+    ts:lazy(name, { help = HELP[name], tag = TAG, unlisted = name == "next", build = function(p)
       channel_arg(p)
       if name ~= "list" and name ~= "recover-pending" and name ~= "next" then
         task_arg(p)
@@ -326,7 +328,8 @@ function build_task(task)
         p:option{ "--owner", help = "preassigned owner ('' for none)" }
         list_flags(p)
         p:option{ "--branch", help = "git branch (must not be empty)" }
-        p:option{ "--for-capability", dest = "for_capability", action = "append",
+        -- abbrev = false: `--f` must stay ambiguous between --from and --files-hint only
+        p:option{ "--for-capability", dest = "for_capability", action = "append", abbrev = false,
                   help = "only an agent with this capability takes it with 'task next' (repeatable)" }
       elseif name == "update" then
         actor(p)
