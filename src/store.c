@@ -77,6 +77,15 @@ int ac_store_chan_open_hidden(struct ac_store *st, const char *name, struct ac_c
     return st->ops->chan_open_hidden(st, name, out, err);
 }
 
+int ac_store_chan_open_bare(struct ac_store *st, const char *name, struct ac_chan **out,
+                            struct ac_err *err)
+{
+    if (!HAS(st, 2, chan_open_bare))
+        return ac_store_chan_open(st, name, out, err);
+    *out = NULL;
+    return st->ops->chan_open_bare(st, name, out, err);
+}
+
 int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta, size_t meta_len,
                          struct ac_err *err)
 {
@@ -262,6 +271,16 @@ void ac_mutex_release(struct ac_mutex *m)
 {
     if (m)
         m->ops->mutex_release(m);
+}
+
+int ac_chan_msg_put(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                    struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, msg_put))
+        return unsupported(ch->store, "copy messages", err);
+    if (fault("store.msg_put", "copy the message", err) == -1)
+        return -1;
+    return CHOPS(ch)->msg_put(ch, name, data, len, err);
 }
 
 void ac_mutex_keep(struct ac_mutex *m)
