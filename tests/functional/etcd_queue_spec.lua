@@ -31,26 +31,7 @@ describe("the etcd store: task next and doctor", function()
       must(store, root, { "task", "create", "c", string.format("q%02d", i), "--from", "lead", "--title", "x",
                           "--for-capability", "build" })
     end
-    local function agent(i)
-      return (i % 4 == 0 and "writer" or "builder") .. i
-    end
-    local results = T.race(root, 32, function(i)
-      return { "--store", store, "task", "next", "c", "--as", agent(i), "--capability",
-               i % 4 == 0 and "docs" or "build", "--lease-seconds", "600" }
-    end)
-    local seen, won = {}, 0
-    for i, r in ipairs(results) do
-      assert.are.equal("", r.stderr, agent(i))
-      if r.code == 0 then
-        local id = assert(r.stdout:match("^claimed task (q%d%d) %[in_progress%]\n$"), r.stdout)
-        assert.is_nil(seen[id], id .. " claimed twice")
-        assert.are_not.equal(0, i % 4, agent(i) .. " has no build capability but claimed " .. id)
-        seen[id] = agent(i)
-        won = won + 1
-      else
-        assert.are.same({ 3, "no ready task for " .. agent(i) .. " in 'c'\n" }, { r.code, r.stdout })
-      end
-    end
+    local seen, won = T.next_race(root, { "--store", store })
     assert.are.equal(10, won)
     local list = assert(json.loads(must(store, root, { "task", "list", "c", "--json" }).stdout))
     assert.are.equal(10, #list)

@@ -56,29 +56,8 @@ describe("task next", function()
       T.must(root, { "task", "create", "c", string.format("q%02d", i), "--from", "lead", "--title", "job " .. i,
                      "--for-capability", "build" })
     end
-    local function agent(i)
-      return (i % 4 == 0 and "writer" or "builder") .. i
-    end
-    local results = T.race(root, 32, function(i)
-      local caps = i % 4 == 0 and "docs" or "lint,build"
-      return { "task", "next", "c", "--as", agent(i), "--capability", caps, "--lease-seconds", "600" }
-    end)
-    local won, seen = {}, {}
-    for i, r in ipairs(results) do
-      assert.are.equal("", r.stderr, agent(i))
-      if r.code == 0 then
-        local id = r.stdout:match("^claimed task (q%d%d) %[in_progress%]\n$")
-        assert.is_truthy(id, r.stdout)
-        assert.is_nil(seen[id], id .. " claimed twice")
-        seen[id] = agent(i)
-        won[#won + 1] = id
-        assert.are_not.equal(0, i % 4, agent(i) .. " has no build capability but claimed " .. id)
-      else
-        assert.are.equal(3, r.code, agent(i) .. ": " .. r.stdout)
-        assert.are.equal("no ready task for " .. agent(i) .. " in 'c'\n", r.stdout)
-      end
-    end
-    assert.are.equal(10, #won)
+    local seen, won = T.next_race(root)
+    assert.are.equal(10, won)
     for i = 1, 10 do
       local id = string.format("q%02d", i)
       local rec = record(root, id)
