@@ -25,8 +25,8 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event import export bridge run watch repl serve hook config fsck"
-_agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team doctor lock check unlock recover recover-pending state compact task event import export bridge run watch repl serve hook config fsck"
+_agent_chat_task_commands="create list show update claim renew recover recover-pending done block release next"
 _agent_chat_event_commands="post read"
 _agent_chat_import_commands="team bus claude-team folder"
 _agent_chat_bridge_commands="claude-team"
@@ -82,6 +82,7 @@ _agent_chat_spec()
             _agent_chat_valued="--from --request --reason --title"; _agent_chat_flags+=" --approve --reject"
             _agent_chat_pos="channel" ;;
         team) _agent_chat_valued="--silent-after"; _agent_chat_flags+=" --json"; _agent_chat_pos="channel" ;;
+        doctor) _agent_chat_valued="--stale-after"; _agent_chat_flags+=" --json"; _agent_chat_pos="channel" ;;
         lock) _agent_chat_valued="$as $lease"; _agent_chat_pos="channel path +" ;;
         check) _agent_chat_valued="$as"; _agent_chat_pos="channel path +" ;;
         unlock) _agent_chat_valued="$as --generation"; _agent_chat_pos="channel lock" ;;
@@ -97,9 +98,9 @@ _agent_chat_spec()
             _agent_chat_pos="channel" ;;
         task | event | import | bridge) ;;
         "task create")
-            _agent_chat_valued="--from --created-by --title --owner $lists"
+            _agent_chat_valued="--from --created-by --title --owner $lists --for-capability"
             _agent_chat_pos="channel none" ;;
-        "task list") _agent_chat_pos="channel" ;;
+        "task list") _agent_chat_flags+=" --json"; _agent_chat_pos="channel" ;;
         "task show") _agent_chat_pos="channel task" ;;
         "task update")
             _agent_chat_valued="--as --from --title --owner $lists --status"
@@ -117,6 +118,8 @@ _agent_chat_spec()
             _agent_chat_valued="--as --from --generation"; _agent_chat_pos="channel task" ;;
         "task block")
             _agent_chat_valued="--as --from"; _agent_chat_pos="channel task" ;;
+        "task next")
+            _agent_chat_valued="--as --from --capability $lease --wait"; _agent_chat_pos="channel" ;;
         "event post")
             _agent_chat_valued="--from --type --harness --status --detail --primitives"
             _agent_chat_pos="channel" ;;

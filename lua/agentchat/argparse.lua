@@ -730,6 +730,9 @@ function Parser:_check_value(action, value)
       return
     end
   end
+  if action._unlisted and action._unlisted[value] then
+    return   -- an unlisted subcommand (Subparsers:lazy)
+  end
   local shown = {}
   for i, c in ipairs(choices) do
     shown[i] = repr(c)

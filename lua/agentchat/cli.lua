@@ -27,6 +27,7 @@ M.commands = {
   { "await", "protocols", "wait for the responses to requests posted earlier" },
   { "respond", "protocols", "approve or reject a request addressed to you" },
   { "team", "protocols", "members with their status, lifecycle and silence" },
+  { "doctor", "doctor", "find deadlocks and stalls: who waits for whom, through what" },
   { "lock", "locks", "lock workspace paths for a lease" },
   { "check", "locks", "show the locks overlapping paths" },
   { "unlock", "locks", "release a path lock" },

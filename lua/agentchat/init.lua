@@ -358,7 +358,8 @@ M._families = {
                Root = { "channels", "unread" },
                M = { "body_of", "_release", "_batches" } },
   tasks = { Channel = { "tasks", "task", "task_create", "task_update", "claim", "renew",
-                        "release", "done", "block", "recover", "recover_pending_lease" } },
+                        "release", "done", "block", "recover", "recover_pending_lease", "next_task" },
+            M = { "task_capabilities" } },
   locks = { Channel = { "lock", "check", "unlock", "recover_lock", "recover_pending_locks",
                         "locks", "normalize_lock_path" },
             M = { "path_overlaps", "lock_channel" } },
@@ -370,6 +371,7 @@ M._families = {
   inbox = { Root = { "inbox", "commit_inbox" } },
   fsck = { Root = { "fsck" } },
   copy = { Root = { "export", "import_folder" } },
+  doctor = { Channel = { "doctor" } },
   import = { Channel = { "import_team", "import_bus", "import_claude_team" } },
 }
 

@@ -15,43 +15,9 @@ local F = require "support"
 local T = require "tasksupport"
 local json = require "agentchat.json"
 
---- Run `n` jobs at once: job i runs the binary with argv_of(i) (--root
---- prepended). Returns a list of {code=, stdout=, stderr=}.
-local function race(root, n, argv_of)
-  local dir = T.scratch()
-  local lines = {
-    'W=$1; R=$2',
-    'job() { i=$1; shift',
-    '  while [ ! -e "$W/go" ]; do sleep 0.005; done',
-    '  "$A" --root "$R" "$@" >"$W/out.$i" 2>"$W/err.$i"; echo $? >"$W/rc.$i"; }',
-  }
-  for i = 1, n do
-    local words = {}
-    for _, w in ipairs(argv_of(i)) do
-      words[#words + 1] = F.sh(w)
-    end
-    lines[#lines + 1] = "job " .. i .. " " .. table.concat(words, " ") .. " &"
-  end
-  lines[#lines + 1] = "sleep 0.2; : >\"$W/go\"; wait"
-  local rc = F.shell(table.concat(lines, "\n") .. "\n", nil, dir, root)
-  assert(rc == 0, "race script failed")
-  local out = {}
-  for i = 1, n do
-    out[i] = {
-      code = tonumber(F.read(dir .. "/rc." .. i)),
-      stdout = F.read(dir .. "/out." .. i),
-      stderr = F.read(dir .. "/err." .. i),
-      argv = argv_of(i),
-    }
-  end
-  return out
-end
+local race = T.race
 
-local function new_channel()
-  local root = T.scratch() .. "/root"
-  T.must(root, { "init", "c" })
-  return root
-end
+local new_channel = T.new_channel
 
 local function read_json(path)
   local text = F.read(path)

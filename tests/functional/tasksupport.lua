@@ -1,5 +1,6 @@
 -- tests/functional/tasksupport.lua: shared code for the task-board specs
--- (task_crash_spec, task_race_spec, task_hostile_spec). Not a spec itself.
+-- (task_crash_spec, task_race_spec, task_hostile_spec, task_next_spec,
+-- etcd_queue_spec). Not a spec itself.
 --
 --   local T = require "tasksupport"      (after support.lua is on the path)
 --
@@ -21,6 +22,14 @@
 --   T.messages(snap)       message files of a channel snapshot: list of
 --                          {path=, seq=, text=} sorted by seq
 --   T.parse_message(text)  frontmatter fields + parsed JSON body, or nil, why
+--   T.new_channel()        a fresh root (on T.scratch()) with channel "c"
+--   T.next_race(root, pre) 32 `task next` racers on channel c (`pre`: words
+--                          before the command, e.g. {"--store", URL}); every
+--                          fourth ("writerN") has only capability docs, the
+--                          others ("builderN") build. Checks each one's exit
+--                          and line -> {task id = winner}, number of wins
+--   T.race(root, n, argv_of) n runs at once (a go-file barrier), run i with
+--                          argv_of(i) -> list of {code=, stdout=, stderr=, argv=}
 local H = require "spec_helper"
 local F = require "support"
 local json = require "agentchat.json"
@@ -282,6 +291,74 @@ function T.parse_message(text)
   end
   return { seq = tonumber(seq), from = from, channel = channel, ts = ts, status = status,
            title = title, body = obj }
+end
+
+--- Run `n` jobs at once (released together by a go-file barrier): job i
+--- runs the binary with argv_of(i) (--root prepended). Returns a list of
+--- {code=, stdout=, stderr=, argv=}.
+function T.race(root, n, argv_of)
+  local dir = T.scratch()
+  local lines = {
+    'W=$1; R=$2',
+    'job() { i=$1; shift',
+    '  while [ ! -e "$W/go" ]; do sleep 0.005; done',
+    '  "$A" --root "$R" "$@" >"$W/out.$i" 2>"$W/err.$i"; echo $? >"$W/rc.$i"; }',
+  }
+  for i = 1, n do
+    local words = {}
+    for _, w in ipairs(argv_of(i)) do
+      words[#words + 1] = F.sh(w)
+    end
+    lines[#lines + 1] = "job " .. i .. " " .. table.concat(words, " ") .. " &"
+  end
+  lines[#lines + 1] = "sleep 0.2; : >\"$W/go\"; wait"
+  local rc = F.shell(table.concat(lines, "\n") .. "\n", nil, dir, root)
+  assert(rc == 0, "race script failed")
+  local out = {}
+  for i = 1, n do
+    out[i] = {
+      code = tonumber(F.read(dir .. "/rc." .. i)),
+      stdout = F.read(dir .. "/out." .. i),
+      stderr = F.read(dir .. "/err." .. i),
+      argv = argv_of(i),
+    }
+  end
+  return out
+end
+
+function T.new_channel()
+  local root = T.scratch() .. "/root"
+  T.must(root, { "init", "c" })
+  return root
+end
+
+function T.next_race(root, pre)
+  local function agent(i)
+    return (i % 4 == 0 and "writer" or "builder") .. i
+  end
+  local results = T.race(root, 32, function(i)
+    local argv = { table.unpack(pre or {}) }
+    for _, w in ipairs({ "task", "next", "c", "--as", agent(i), "--capability",
+                         i % 4 == 0 and "docs" or "lint,build", "--lease-seconds", "600" }) do
+      argv[#argv + 1] = w
+    end
+    return argv
+  end)
+  local seen, won = {}, 0
+  for i, r in ipairs(results) do
+    assert(r.stderr == "", agent(i) .. ": " .. r.stderr)
+    if r.code == 0 then
+      local id = assert(r.stdout:match("^claimed task (%S+) %[in_progress%]\n$"), r.stdout)
+      assert(seen[id] == nil, id .. " claimed twice")
+      assert(i % 4 ~= 0, agent(i) .. " has no build capability but claimed " .. id)
+      seen[id] = agent(i)
+      won = won + 1
+    else
+      assert(r.code == 3 and r.stdout == "no ready task for " .. agent(i) .. " in 'c'\n",
+             agent(i) .. ": exit " .. tostring(r.code) .. ", " .. r.stdout)
+    end
+  end
+  return seen, won
 end
 
 package.loaded["tasksupport"] = T

@@ -733,6 +733,15 @@ describe("every documented function", function()
     assert.equal("a", assert(tasks.lease(hd, "claim", "t3", "a", 60)).owner)
     fails_internal("LEASE_CONFLICT", tasks.lease(hd, "claim", "t3", "b"))
     fails_internal("LEASE_TRANSACTION_NOT_FOUND", tasks.recover_pending(hd, "a"))
+
+    local q = assert(ch:task_create{ id = "q1", from = "alice", title = "queued", for_capability = { "build" } })
+    assert.same({ "build" }, ac.task_capabilities(q))
+    fails("ch.task_create", "TASK_INVALID_CAPABILITY",
+          ch:task_create{ id = "q2", from = "alice", title = "x", for_capability = "a/b" })
+    fails("ch.next_task", "TASK_NONE_READY", ch:next_task{ as = "erin", capabilities = { "docs" } })
+    fails("ch.next_task", "TASK_INVALID_CAPABILITY", ch:next_task{ as = "erin", capabilities = { ".x" } })
+    local next = assert(ch:next_task{ as = "erin", capabilities = { "build" }, lease = 60 })
+    assert.same({ "q1", "erin", "in_progress" }, { next.id, next.owner, next.status })
   end)
 
   it("Channel: path locks, and the private agentchat._pathlocks and agentchat._fsck", function()
@@ -1034,6 +1043,10 @@ describe("every documented function", function()
     assert.equal("alice", team.members[1].name)
     assert.equal("shutdown", team.members[2].lifecycle)
     assert.is_table(team.silent)
+    local report = assert(ch:doctor{ stale_after = 60 })
+    assert.equal("dev", report.channel)
+    assert.equal("request", report.edges[1].kind)   -- req2 has no response
+    assert.same({ {}, {}, 0 }, { report.cycles, report.stalls, report.findings })
 
     assert.is_true(P.check_type("acme.review_request"))
     fails("protocols.check_type", "MESSAGE_INVALID_TYPE", P.check_type("a-b"))

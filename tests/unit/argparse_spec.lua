@@ -1019,6 +1019,19 @@ options:
       assert.has_error(function() s:parser("a") end)
       assert.has_error(function() s:lazy("b", { aliases = { "c" } }) end)
     end)
+
+    it("accepts an unlisted one, leaving it out of the invalid-choice message", function()
+      local p = M.parser{ prog = "u" }
+      local s = p:subparsers{ dest = "cmd", metavar = "CMD", required = true }
+      s:lazy("old", { help = "listed" })
+      s:lazy("new", { help = "ours", unlisted = true, build = function(q)
+        q:option{ "--n", type = "int" }
+      end })
+      assert.same({ cmd = "new", n = 2 }, p:parse{ "new", "--n", "2" })
+      local _, err = p:parse{ "nope" }
+      assert.equal("argument CMD: invalid choice: 'nope' (choose from 'old')", err.message)
+      assert.is_truthy(p:format_help():find("new%s+ours"))
+    end)
   end)
 
   describe("abbrev = false (an extension)", function()

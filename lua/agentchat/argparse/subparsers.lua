@@ -76,7 +76,10 @@ end
 --- Declare a subcommand like :parser(name, opts), without aliases and
 -- returning nothing: its parser is made only when a command line names it
 -- (its help line is listed all the same). For a command line that
--- declares many subcommands and runs one.
+-- declares many subcommands and runs one. opts.unlisted (an extension):
+-- the subcommand is accepted but left out of the choices an invalid
+-- choice lists, so a family Python's parser defined keeps its message
+-- when we add a subcommand to it.
 function Subparsers:lazy(name, opts)
   local action = self.action
   if opts.aliases ~= nil then
@@ -86,7 +89,12 @@ function Subparsers:lazy(name, opts)
       .. ": conflicting subparser: " .. name, 2)
   end
   action._lazy[name] = opts
-  action.choices[#action.choices + 1] = name
+  if opts.unlisted then
+    action._unlisted = action._unlisted or {}
+    action._unlisted[name] = true
+  else
+    action.choices[#action.choices + 1] = name
+  end
   if opts.help ~= nil then
     -- Its help line is made when a help text needs it (choices_actions).
     action._choices_actions[#action._choices_actions + 1] = name

@@ -25,6 +25,8 @@
 --   open.agent(ctx, args, key, flag) args[key] (--as/--from) names an agent:
 --                                    not empty, not only blanks
 --   open.int_type(min, type_name)   an argparse type: a Python int >= min
+--   open.seconds(ctx, value, flag)   a float flag's value is a finite number
+--                                    of seconds >= 0 (USAGE, exit 2)
 --   open.reading_options(p, budgets) --kind (and --max-messages,
 --                                    --max-bytes) for read, wait, inbox, peek
 --   open.held_note(ctx, batch, args, who)
@@ -103,6 +105,13 @@ function M.interval(args, ctx)
     return nil, ctx.fail(why, code, exit)
   end
   return interval
+end
+
+function M.seconds(ctx, value, flag)
+  if value ~= value or value < 0 or value == math.huge then
+    return nil, ctx.fail(flag .. " must be a finite number of seconds >= 0", "USAGE", 2)
+  end
+  return value
 end
 
 function M.posted(ctx, channel, res)

@@ -12,7 +12,10 @@ local sys = require "agentchat.sys"
 local M = {}
 
 local SUBCOMMANDS = { "create", "list", "show", "update", "claim", "renew", "recover",
-                      "recover-pending", "done", "block", "release" }
+                      "recover-pending", "done", "block", "release", "next" }
+
+-- `task next` found nothing to claim (docs/tasks.md "Work queues").
+M.EXIT_NONE_READY = 3
 
 -- Errors raised by the task parsers become one coded line.
 local TAG = {
@@ -79,6 +82,23 @@ local function cmd_list(args, ctx)
   if not list then
     return ctx.fail(msg, code, exit)
   end
+  if args.json then
+    local json = require "agentchat.json"
+    for i, t in ipairs(list) do
+      t.for_capability = json.array(ac.task_capabilities(t))
+      for _, k in ipairs({ "depends_on", "files_hint", "acceptance" }) do
+        t[k] = json.array(t[k] or {})
+      end
+      for _, k in ipairs({ "owner", "lease_expires_at", "branch" }) do
+        if t[k] == nil then
+          t[k] = json.null
+        end
+      end
+      list[i] = t
+    end
+    ctx.out(json.dumps(json.array(list), { indent = 2, sort_keys = true, ensure_ascii = false }) .. "\n")
+    return 0
+  end
   local rows = { { "ID", "STATUS", "OWNER", "DEPENDS_ON", "TITLE" } }
   for _, t in ipairs(list) do
     rows[#rows + 1] = { t.id, t.status, dash(t.owner), joined(t.depends_on, ","), t.title }
@@ -129,6 +149,11 @@ local function cmd_show(args, ctx)
     -- the lease's fencing generation (a store that keeps one: docs/etcd.md)
     ctx.out("generation: " .. t.generation .. "\n")
   end
+  local caps = ac.task_capabilities(t)
+  if #caps > 0 then
+    -- Only for a queued task, so every other record shows as the Python tool shows it.
+    ctx.out("for_capability: " .. table.concat(caps, ",") .. "\n")
+  end
   return 0
 end
 
@@ -141,6 +166,7 @@ local function cmd_create(args, ctx)
     id = args.task_id, created_by = args.created_by, title = args.title, owner = args.owner,
     depends_on = flat_list(args.depends_on), files_hint = flat_list(args.files_hint),
     acceptance = flat_list(args.acceptance), branch = args.branch,
+    for_capability = flat_list(args.for_capability),
   }
   if not t then
     return ctx.fail(msg, code, exit)
@@ -209,6 +235,30 @@ local function cmd_lease(op)
   end
 end
 
+-- `task next`: claim the oldest ready task for one of the agent's
+-- capabilities; the claim line of `task claim`, or one line and exit 3.
+local function cmd_next(args, ctx)
+  local ch <close>, rc = open_channel(args, ctx)
+  if not ch then
+    return rc
+  end
+  local wait, err_rc = open.seconds(ctx, args.wait, "--wait")
+  if not wait then
+    return err_rc
+  end
+  local t, msg, code, exit = ch:next_task{ as = args.as, capabilities = flat_list(args.capability),
+                                           lease = args.lease_seconds, wait = wait }
+  if not t then
+    if code == "TASK_NONE_READY" then
+      ctx.out(msg .. "\n")
+      return M.EXIT_NONE_READY
+    end
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out("claimed task " .. t.id .. " [" .. t.status .. "]\n")
+  return 0
+end
+
 local function cmd_recover_pending(args, ctx)
   local ch <close>, rc = open_channel(args, ctx)
   if not ch then
@@ -263,7 +313,7 @@ function M.register(sub)
 end
 
 local HANDLERS = { create = cmd_create, list = cmd_list, show = cmd_show, update = cmd_update,
-                   ["recover-pending"] = cmd_recover_pending }   -- the others: cmd_lease
+                   ["recover-pending"] = cmd_recover_pending, next = cmd_next }   -- the others: cmd_lease
 
 local HELP = {
   create = "create a task", list = "list tasks", show = "show one task",
@@ -271,15 +321,18 @@ local HELP = {
   renew = "extend your lease", recover = "take over an expired lease (needs --reason)",
   ["recover-pending"] = "resolve a crashed lease mutation", done = "finish a task",
   block = "mark a task blocked", release = "give a task back",
+  next = "claim the oldest ready task needing one of your capabilities",
 }
 
 -- The subcommands are declared lazily: only the one named is built.
 function build_task(task)
   local ts = task:subparsers{ dest = "task_command", metavar = "COMMAND", required = true }
   for _, name in ipairs(SUBCOMMANDS) do
-    ts:lazy(name, { help = HELP[name], tag = TAG, build = function(p)
+    -- `next` is ours: unlisted, so an invalid subcommand still lists the
+    -- Python tool's eleven (its golden error line).
+    ts:lazy(name, { help = HELP[name], tag = TAG, unlisted = name == "next", build = function(p)
       channel_arg(p)
-      if name ~= "list" and name ~= "recover-pending" then
+      if name ~= "list" and name ~= "recover-pending" and name ~= "next" then
         task_arg(p)
       end
       if name == "create" then
@@ -288,6 +341,9 @@ function build_task(task)
         p:option{ "--owner", help = "preassigned owner ('' for none)" }
         list_flags(p)
         p:option{ "--branch", help = "git branch (must not be empty)" }
+        -- abbrev = false: `--f` must stay ambiguous between --from and --files-hint only
+        p:option{ "--for-capability", dest = "for_capability", action = "append", abbrev = false,
+                  help = "only an agent with this capability takes it with 'task next' (repeatable)" }
       elseif name == "update" then
         actor(p)
         p:option{ "--title", help = "new title" }
@@ -307,6 +363,16 @@ function build_task(task)
         actor(p)
         p:option{ "--reason", required = true, help = "why the lease is taken over" }
         lease_flags(p)
+      elseif name == "next" then
+        actor(p)
+        p:option{ "--capability", action = "append",
+                  help = "a capability of yours (repeatable, comma lists allowed; default: the "
+                    .. "primitives of your latest capability event)" }
+        lease_flags(p)
+        p:option{ "--wait", type = "float", default = 0.0,
+                  help = "seconds to wait for a ready task (default: 0, look once); exit 3 when none" }
+      elseif name == "list" then
+        p:option{ "--json", action = "store_true", help = "the records as a JSON array" }
       elseif name == "recover-pending" then
         actor(p)
         p:option{ "--resolve-publication", choices = { "rollback", "published" },
