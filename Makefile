@@ -94,7 +94,7 @@ RUNTIME_SRC := src/err.c src/fault.c src/utf8.c src/pystr.c src/slug.c \
                src/wait.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c \
                src/lockrec.c src/pathlock.c src/claimrec.c \
                src/taskrec.c src/board.c src/lease.c src/tasks.c src/receipts.c src/sha256.c \
-               src/copy.c
+               src/copy.c src/dynlib.c
 RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
             src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c \

@@ -3,30 +3,17 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
-#include <string.h>
+
+#include "agentchat/dynlib.h"
 
 struct ac_curl_api ac_curl;
 
 static int loaded;
 
-/* dlsym's void * into a function pointer slot: POSIX guarantees the
- * representation; memcpy keeps compilers from warning about the cast. */
-static int sym(void *lib, const char *name, void *slot)
-{
-    void *p = dlsym(lib, name);
-    if (!p)
-        return -1;
-    memcpy(slot, &p, sizeof p);
-    return 0;
-}
-
 int ac_curl_load(struct ac_err *err)
 {
     static const char *const libs[] = { "libcurl.so.4", "libcurl-gnutls.so.4" };
-    static const struct {
-        const char *name;
-        size_t offset;
-    } syms[] = {
+    static const struct ac_dynsym syms[] = {
         { "curl_global_init", offsetof(struct ac_curl_api, global_init) },
         { "curl_easy_init", offsetof(struct ac_curl_api, easy_init) },
         { "curl_easy_setopt", offsetof(struct ac_curl_api, easy_setopt) },
@@ -45,24 +32,19 @@ int ac_curl_load(struct ac_err *err)
         { "curl_multi_cleanup", offsetof(struct ac_curl_api, multi_cleanup) },
     };
     struct ac_curl_api api;
-    void *lib = NULL;
-    size_t i;
+    const char *missing;
+    void *lib;
 
     if (loaded)
         return 0;
-    for (i = 0; i < sizeof libs / sizeof libs[0] && !lib; i++)
-        lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    lib = ac_dynlib_load(libs, sizeof libs / sizeof libs[0], syms, sizeof syms / sizeof syms[0], &api,
+                         &missing);
+    if (!lib && missing)
+        return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_CONFIG",
+                          "the loaded libcurl lacks %s (libcurl 7.66 or later is needed)", missing);
     if (!lib)
         return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_CONFIG",
                           "the etcd store needs libcurl 4 (apt-get install libcurl4)");
-    for (i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        if (sym(lib, syms[i].name, (char *)&api + syms[i].offset) == -1) {
-            dlclose(lib);
-            return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_CONFIG",
-                              "the loaded libcurl lacks %s (libcurl 7.66 or later is needed)",
-                              syms[i].name);
-        }
-    }
     if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         dlclose(lib);
         return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_NOMEM", "cannot initialise libcurl");

@@ -1,30 +1,16 @@
 /* mhdapi.c - libmicrohttpd loaded on first use; see src/http/mhdapi.h. */
 #include "http/mhdapi.h"
 
-#include <dlfcn.h>
-#include <string.h>
+#include "agentchat/dynlib.h"
 
 struct ac_mhd_api ac_mhd;
 
 static int loaded;
 
-/* dlsym's void * into a function pointer slot: POSIX guarantees the
- * representation; memcpy keeps compilers from warning about the cast. */
-static int sym(void *lib, const char *name, void *slot)
-{
-    void *p = dlsym(lib, name);
-    if (!p)
-        return -1;
-    memcpy(slot, &p, sizeof p);
-    return 0;
-}
-
 int ac_mhd_load(struct ac_err *err)
 {
-    static const struct {
-        const char *name;
-        size_t offset;
-    } syms[] = {
+    static const char *const libs[] = { "libmicrohttpd.so.12" };
+    static const struct ac_dynsym syms[] = {
         { "MHD_start_daemon", offsetof(struct ac_mhd_api, start_daemon) },
         { "MHD_stop_daemon", offsetof(struct ac_mhd_api, stop_daemon) },
         { "MHD_get_daemon_info", offsetof(struct ac_mhd_api, get_daemon_info) },
@@ -39,21 +25,16 @@ int ac_mhd_load(struct ac_err *err)
         { "MHD_destroy_response", offsetof(struct ac_mhd_api, destroy_response) },
     };
     struct ac_mhd_api api;
-    void *lib;
-    size_t i;
+    const char *missing;
 
     if (loaded)
         return 0;
-    lib = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
+    if (!ac_dynlib_load(libs, 1, syms, sizeof syms / sizeof syms[0], &api, &missing)) {
+        if (missing)
+            return ac_err_set(err, AC_EXIT_GENERAL, "SERVE_UNAVAILABLE",
+                              "the loaded libmicrohttpd lacks %s", missing);
         return ac_err_set(err, AC_EXIT_GENERAL, "SERVE_UNAVAILABLE",
                           "serve needs libmicrohttpd 12 (apt-get install libmicrohttpd12)");
-    for (i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        if (sym(lib, syms[i].name, (char *)&api + syms[i].offset) == -1) {
-            dlclose(lib);
-            return ac_err_set(err, AC_EXIT_GENERAL, "SERVE_UNAVAILABLE",
-                              "the loaded libmicrohttpd lacks %s", syms[i].name);
-        }
     }
     /* Stays loaded for the life of the process (its threads and GnuTLS's
      * global state). */
