@@ -36,6 +36,7 @@ M.commands = {
   { "compact", "state", "write state.md and post state.compacted" },
   { "task", "tasks", "task board: create, claim, update, finish tasks" },
   { "event", "events", "post and read capability/status events" },
+  { "status", "status", "latest-wins status keys per agent: set, get, watch" },
   { "import", "import", "import a team mailbox, a receipt-bus folder or a Claude Code team into a channel" },
   { "bridge", "bridge", "carry messages between a channel and a Claude Code agent team, live" },
   { "run", "scripting", "run a Lua script with the agentchat API" },
