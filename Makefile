@@ -93,7 +93,8 @@ RUNTIME_SRC := src/err.c src/fault.c src/utf8.c src/pystr.c src/slug.c \
                $(FS_SRC) src/store.c \
                src/wait.c src/codec.c src/isotime.c src/pathnorm.c src/audit.c \
                src/lockrec.c src/pathlock.c src/claimrec.c \
-               src/taskrec.c src/board.c src/lease.c src/tasks.c src/receipts.c src/sha256.c
+               src/taskrec.c src/board.c src/lease.c src/tasks.c src/receipts.c src/sha256.c \
+               src/copy.c
 RUNTIME_SRC += src/pyjson.c src/yamlscalar.c
 HOST_SRC := src/main.c src/lua_host.c src/l_store.c src/l_sys.c src/l_tasks.c src/l_pathlock.c \
             src/l_json.c src/l_readline.c src/l_yaml.c src/l_fsck.c src/l_receipts.c src/l_folder.c \
@@ -106,15 +107,18 @@ HOST_OBJ := $(HOST_SRC:src/%.c=build/%.o) build/embedded_lua.o
 C_TEST_SRC := $(wildcard tests/c/test_*.c)
 C_TESTS := $(C_TEST_SRC:tests/c/%.c=build/tests/%)
 
-# The etcd client (src/etcd/, libcurl + jansson; see src/etcd/client.h):
-# a library of its own, linked by its tests (tests/c/test_etcd_*.c) and its
-# benchmark, not yet by agent-chat (the etcd store of issue 15 will). No
-# curl outside src/etcd/ (make check-layers). libcurl is not linked: the
-# client loads it with dlopen when it opens (src/etcd/curlapi.h says why),
-# so only its headers are needed to build.
+# The etcd client (src/etcd/, libcurl + jansson; see src/etcd/client.h) and
+# the etcd store on it (store_etcd.c, records_etcd.c: docs/etcd.md): a
+# library of their own, linked into agent-chat and by the client's tests
+# (tests/c/test_etcd_*.c) and its benchmark. No curl outside src/etcd/
+# (make check-layers). libcurl is not linked: the client loads it with
+# dlopen when it opens (src/etcd/curlapi.h says why), so only its headers
+# are needed to build.
 CURL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libcurl)
 ETCD_LIBS := -ldl
-ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/ops.c src/etcd/watch.c
+ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/http.c src/etcd/ops.c \
+            src/etcd/watch.c \
+            src/etcd/store_etcd.c src/etcd/records_etcd.c src/etcd/fsck_etcd.c
 ETCD_OBJ := $(ETCD_SRC:src/%.c=build/%.o)
 
 # The vendored kit: the source kit plus our documented deviations
@@ -132,8 +136,8 @@ all: agent-chat
 deps:
 	@scripts/install-deps
 
-agent-chat: $(RUNTIME_OBJ) $(HOST_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+agent-chat: $(RUNTIME_OBJ) $(HOST_OBJ) $(ETCD_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS) $(ETCD_LIBS)
 
 build/librt.a: $(RUNTIME_OBJ)
 	$(AR) rcs $@ $^
@@ -222,9 +226,11 @@ build/fuzz/obj/%.o: tests/fuzz/%.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 build/fuzz/fuzz_%: build/fuzz/obj/fuzz_%.o build/fuzz/obj/fuzzutil.o $(FUZZ_RUNTIME_OBJ)
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS) $(ETCD_LIBS)
 
-$(FUZZ_LUA_TARGETS:%=build/fuzz/fuzz_%): build/fuzz/obj/fuzzlua.o $(FUZZ_HOST_OBJ)
+FUZZ_ETCD_OBJ := $(ETCD_SRC:src/%.c=build/fuzz/obj/%.o)
+$(FUZZ_ETCD_OBJ): FUZZ_CFLAGS += $(CURL_CFLAGS)
+$(FUZZ_LUA_TARGETS:%=build/fuzz/fuzz_%): build/fuzz/obj/fuzzlua.o $(FUZZ_HOST_OBJ) $(FUZZ_ETCD_OBJ)
 # The etcd reply decoders (no curl: wire.c only).
 build/fuzz/fuzz_etcdreply: build/fuzz/obj/etcd/wire.o
 
@@ -253,7 +259,8 @@ test check: deps
 	  STRESS_SECONDS="$(STRESS_SECONDS)" AGENT_CHAT_TEST_LOGS="$(CURDIR)/build/test-logs" \
 	  prove --exec tests/run-one $(C_TESTS) tests/unit/*_spec.lua \
 	    tests/functional/*_spec.lua $(CONFORMANCE_FAMILIES:%=conformance:%) \
-	    $(CORPUS_FAMILIES:%=corpus:%) tests/conformance-vendored-tap fuzz:all \
+	    $(CORPUS_FAMILIES:%=corpus:%) tests/conformance-vendored-tap \
+	    etcd-conformance:scenarios etcd-conformance:corpus fuzz:all \
 	  || { tests/show-failures build/test-logs; exit 1; }
 
 # The layers of docs/architecture.md: no file-system backend header,
@@ -289,9 +296,12 @@ demo: deps
 # BENCH_BASE=CMD also measures another binary in the same run (a base to
 # compare with: its medians and the difference per row). Both tables: wall
 # medians, and instruction counts under callgrind (scripts/bench says which).
+# Then the etcd column: the same commands on a folder and on an etcd store of
+# 3 members on tmpfs (tests/etcd/bench-store; a SKIP line without etcd).
 bench: deps
 	@$(MAKE) --no-print-directory agent-chat
 	scripts/bench $(if $(BENCH_BASE),--compare '$(BENCH_BASE)') $(BENCH_ARGS)
+	tests/etcd/with-cluster tests/etcd/bench-store
 
 # The instruction counts of this tree and of git revision BASE (built from
 # git archive in build/bench-base/SHA, kept), side by side.

@@ -25,11 +25,11 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event status import bridge run watch repl hook config fsck"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team lock check unlock recover recover-pending state compact task event status import export bridge run watch repl hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release"
 _agent_chat_event_commands="post read"
 _agent_chat_status_commands="set get watch"
-_agent_chat_import_commands="team bus claude-team"
+_agent_chat_import_commands="team bus claude-team folder"
 _agent_chat_bridge_commands="claude-team"
 _agent_chat_hook_kinds="session-start prompt stop"
 _agent_chat_primitives="messages cursors wait tasks dependencies leases path_locks state_summary"
@@ -53,7 +53,7 @@ _agent_chat_spec()
     local state="--as --from --actor --template"
     local lists="--depends-on --files-hint --acceptance --branch"
     case $1 in
-        "") _agent_chat_valued="--root"; _agent_chat_flags+=" --version" ;;
+        "") _agent_chat_valued="--root --store"; _agent_chat_flags+=" --version" ;;
         init) _agent_chat_valued="--members --topic"; _agent_chat_pos="none" ;;
         channels) ;;
         roster) _agent_chat_pos="channel" ;;
@@ -87,7 +87,7 @@ _agent_chat_spec()
         team) _agent_chat_valued="--silent-after"; _agent_chat_flags+=" --json"; _agent_chat_pos="channel" ;;
         lock) _agent_chat_valued="$as $lease"; _agent_chat_pos="channel path +" ;;
         check) _agent_chat_valued="$as"; _agent_chat_pos="channel path +" ;;
-        unlock) _agent_chat_valued="$as"; _agent_chat_pos="channel lock" ;;
+        unlock) _agent_chat_valued="$as --generation"; _agent_chat_pos="channel lock" ;;
         recover) _agent_chat_valued="$as --reason $lease"; _agent_chat_pos="channel lock" ;;
         recover-pending)
             _agent_chat_valued="$as --resolve-publication"; _agent_chat_pos="channel" ;;
@@ -108,13 +108,17 @@ _agent_chat_spec()
             _agent_chat_valued="--as --from --title --owner $lists --status"
             _agent_chat_flags+=" --clear-owner --clear-branch"
             _agent_chat_pos="channel task" ;;
-        "task claim" | "task renew")
+        "task claim")
             _agent_chat_valued="--as --from $lease"; _agent_chat_pos="channel task" ;;
+        "task renew")
+            _agent_chat_valued="--as --from $lease --generation"; _agent_chat_pos="channel task" ;;
         "task recover")
             _agent_chat_valued="--as --from --reason $lease"; _agent_chat_pos="channel task" ;;
         "task recover-pending")
             _agent_chat_valued="--as --from --resolve-publication"; _agent_chat_pos="channel" ;;
-        "task done" | "task block" | "task release")
+        "task done" | "task release")
+            _agent_chat_valued="--as --from --generation"; _agent_chat_pos="channel task" ;;
+        "task block")
             _agent_chat_valued="--as --from"; _agent_chat_pos="channel task" ;;
         "event post")
             _agent_chat_valued="--from --type --harness --status --detail --primitives"
@@ -134,6 +138,8 @@ _agent_chat_spec()
         "bridge claude-team")
             _agent_chat_valued="--channel --as"; _agent_chat_flags+=" --once"
             _agent_chat_pos="team" ;;
+        "import folder") _agent_chat_pos="dir none +" ;;
+        export) _agent_chat_valued="--to"; _agent_chat_pos="channel +" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
             _agent_chat_valued="--as --script --interval --retries --backoff --on-error --dead-letter --arg"
@@ -375,6 +381,8 @@ _agent_chat()
             _agent_chat_add $choices
             return 0
         fi
+        # export --to is a folder (post --to names agents, below)
+        [[ $path == export && $opt == --to ]] && opt=--root
         case $opt in
             --root)
                 mapfile -t COMPREPLY < <(compgen -d -- "$cur")

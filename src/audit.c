@@ -11,37 +11,48 @@
 
 static const struct ac_json_style audit_style = { 2, 0, 1, ",", ": " };
 
+int ac_audit_request(const char *actor, const char *event, const char *id, const json_t *body,
+                     struct ac_post_req *req, char **title, char **text, struct ac_err *err)
+{
+    size_t len;
+
+    *title = NULL;
+    *text = ac_json_dump(body, &audit_style, &len);
+    if (!*text)
+        return ac_err_sys(err, ENOMEM, NULL, "could not encode the audit message");
+    if (id) {
+        size_t n = strlen(event) + strlen(id) + 2;
+        *title = malloc(n);
+        if (*title)
+            snprintf(*title, n, "%s %s", event, id);
+    } else {
+        *title = strdup(event);
+    }
+    if (!*title) {
+        free(*text);
+        *text = NULL;
+        return ac_err_sys(err, ENOMEM, NULL, "could not encode the audit message");
+    }
+    memset(req, 0, sizeof *req);
+    req->from = actor;
+    req->to = "all";
+    req->title = *title;
+    req->status = event;
+    req->body = *text;
+    req->body_len = len;
+    return 0;
+}
+
 int ac_audit_post(struct ac_chan *ch, const char *actor, const char *event,
                   const char *id, const json_t *body, uint64_t *seq, struct ac_err *err)
 {
     struct ac_post_req req;
     struct ac_post_result res = { 0, { 0 }, 0 };
     char *text, *title;
-    size_t len;
     int rc;
 
-    text = ac_json_dump(body, &audit_style, &len);
-    if (!text)
-        return ac_err_sys(err, ENOMEM, NULL, "could not encode the audit message");
-    if (id) {
-        size_t n = strlen(event) + strlen(id) + 2;
-        title = malloc(n);
-        if (title)
-            snprintf(title, n, "%s %s", event, id);
-    } else {
-        title = strdup(event);
-    }
-    if (!title) {
-        free(text);
-        return ac_err_sys(err, ENOMEM, NULL, "could not encode the audit message");
-    }
-    memset(&req, 0, sizeof req);
-    req.from = actor;
-    req.to = "all";
-    req.title = title;
-    req.status = event;
-    req.body = text;
-    req.body_len = len;
+    if (ac_audit_request(actor, event, id, body, &req, &title, &text, err) == -1)
+        return -1;
     rc = ac_chan_msg_post(ch, &req, &res, err);
     free(title);
     free(text);

@@ -225,7 +225,7 @@ int ac_board_commit_plain(struct ac_board *b, json_t *cur, json_t *rec, const ch
         free(bytes);
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not encode the task record");
     }
-    change = (struct ac_change){ AC_TASKS, id, before.data, before.len, bytes, len, before.generation };
+    change = (struct ac_change){ AC_TASKS, id, before.data, before.len, bytes, len, before.generation, 0 };
     batch = (struct ac_batch){ AC_BATCH_TASK, &change, 1, actor, event, id, body, NULL, NULL };
     rc = ac_chan_batch_commit(b->ch, &batch, err);
     if (rc == -1 && err && err->code && strncmp(err->code, "TASK_", 5) != 0 &&

@@ -5,7 +5,8 @@
  *   local pl = require "agentchat._pathlocks"
  *   pl.lock(ch, {"src/a.c", "docs"}, owner, lease)   -- record
  *   pl.check(ch, {"src"}, owner_or_nil)              -- list of records
- *   pl.unlock(ch, target, owner)                     -- the removed record
+ *   pl.unlock(ch, target, owner [, generation])      -- the removed record
+ *       (generation: the lock must still have it, else PATH_LOCK_FENCED)
  *   pl.recover(ch, target, owner, reason, lease)     -- the new record
  *   pl.recover_pending(ch, actor, resolve_or_nil)    -- {outcome=, ...}
  *   pl.list(ch [, {ignore_journal=true, lenient=true}])  -- list of records
@@ -17,7 +18,8 @@
  * record is a table {lock_id, channel, owner, expires_at, locked_at,
  * updated_at, previous_owner, previous_expires_at, recovery_reason (nil
  * when null), paths = {{display_path, kind, normalized_path}, ...},
- * expired = boolean}. Expected failures return nil, message, code,
+ * expired = boolean, generation = the holder's fencing token, on a store
+ * that keeps one (etcd)}. Expected failures return nil, message, code,
  * exit_code (PATH_LOCK_*, exit 1); misuse (wrong argument types) raises.
  *
  * Strings with NUL bytes cannot reach the C runtime (it works on C
@@ -67,6 +69,10 @@ static void push_record(lua_State *L, const struct ac_lockrec *r, int64_t now)
     set_str(L, "recovery_reason", r->recovery_reason);
     lua_pushboolean(L, ac_lockrec_expired(r, now));
     lua_setfield(L, -2, "expired");
+    if (r->generation > 0) {
+        lua_pushinteger(L, (lua_Integer)r->generation);
+        lua_setfield(L, -2, "generation");
+    }
     lua_createtable(L, (int)r->npaths, 0);
     for (i = 0; i < r->npaths; i++) {
         lua_createtable(L, 0, 3);
@@ -207,7 +213,7 @@ static int target_nul(lua_State *L, int idx)
     return ac_lua_fail(L, "PATH_LOCK_NOT_FOUND", 1, msg);
 }
 
-/* pl.unlock(ch, target, owner) */
+/* pl.unlock(ch, target, owner [, generation]) */
 static int l_unlock(lua_State *L)
 {
     struct ac_chan *ch = ac_lua_checkchan(L, 1);
@@ -216,12 +222,15 @@ static int l_unlock(lua_State *L)
     int tnul;
     const char *target = check_text(L, 2, &tnul);
     const char *owner = check_owner(L, 3);
+    lua_Integer fence = luaL_optinteger(L, 4, 0);
 
+    if (fence < 0)
+        return luaL_argerror(L, 4, "a lock generation is a positive integer");
     if (owner == NUL_OWNER)
         return owner_nul(L, "owner");
     if (tnul)
         return target_nul(L, 2);
-    if (ac_pathlock_unlock(ch, target, owner, &rec, &err) == -1)
+    if (ac_pathlock_unlock_fenced(ch, target, owner, (uint64_t)fence, &rec, &err) == -1)
         return ac_lua_fail_err(L, &err);
     push_record(L, &rec, ac_isotime_now_us());
     ac_lockrec_free(&rec);

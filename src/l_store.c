@@ -2,7 +2,13 @@
  * l_store.c - Lua binding of the store interface: module "agentchat.store".
  *
  *   local store = require "agentchat.store"
- *   local st = store.open(root)           -- userdata "agentchat.store"
+ *   local st = store.open(root)           -- userdata "agentchat.store" (a folder)
+ *   local st = store.open("etcd://h:p/pfx", {username=, password=, ca_file=,
+ *                         cert_file=, key_file=})   -- an etcd store
+ *   store.is_etcd(spec)                   -- does spec name an etcd store?
+ *   store.copy(src, dst, name)            -- copy a channel between stores (copy.h):
+ *                                         {messages=, records=, acks=, cursors=, skipped=}
+ *   st:kind()                             -- "fs" | "etcd"
  *   st:channels()                         -- { "a", "b" }
  *   st:create(name, meta_json)            -- true
  *   local ch = st:channel(name)           -- userdata "agentchat.channel"
@@ -69,6 +75,7 @@
 
 #include "agentchat/channel.h"
 #include "agentchat/hostfile.h"
+#include "agentchat/copy.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/pystr.h"
 #include "agentchat/store.h"
@@ -196,18 +203,85 @@ static lua_Number opt_field_number(lua_State *L, int idx, const char *key, lua_N
 
 /* ---- module functions ---- */
 
+/* An optional string field of the options table at idx (NULL: absent). */
+static const char *opt_field_string(lua_State *L, int idx, const char *key)
+{
+    const char *v = NULL;
+    if (lua_isnoneornil(L, idx))
+        return NULL;
+    lua_getfield(L, idx, key);
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TSTRING)
+            luaL_error(L, "field '%s' must be a string", key);
+        v = lua_tostring(L, -1);     /* kept alive by the table */
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* store.open(root) for a folder, store.open("etcd://...", {username=,
+ * password=, ca_file=, cert_file=, key_file=}) for an etcd store. */
 static int l_open(lua_State *L)
 {
     const char *root = ac_lua_checkcstring(L, 1);
-    struct l_store *s = lua_newuserdatauv(L, sizeof *s, 0);
+    struct l_store *s;
     struct ac_err err = AC_ERR_INIT;
+    struct ac_store_etcd_opts eo;
+    if (!lua_isnoneornil(L, 2))
+        luaL_checktype(L, 2, LUA_TTABLE);
+    memset(&eo, 0, sizeof eo);
+    eo.username = opt_field_string(L, 2, "username");
+    eo.password = opt_field_string(L, 2, "password");
+    eo.ca_file = opt_field_string(L, 2, "ca_file");
+    eo.cert_file = opt_field_string(L, 2, "cert_file");
+    eo.key_file = opt_field_string(L, 2, "key_file");
+    s = lua_newuserdatauv(L, sizeof *s, 0);
     s->st = NULL;   /* released state first: __gc is safe if we fail */
     s->nchan = 0;
     s->closed = 0;
     luaL_setmetatable(L, STORE_MT);
-    s->st = ac_store_open_fs(root, &err);
+    s->st = ac_store_is_etcd(root) ? ac_store_open_etcd(root, &eo, &err)
+                                   : ac_store_open_fs(root, &err);
     if (!s->st)
         return ac_lua_fail_err(L, &err);
+    return 1;
+}
+
+/* store.copy(src, dst, name): copy channel `name` of store src into store
+ * dst (copy.h) -> {messages=, records=, acks=, cursors=, skipped=}. */
+static int l_copy(lua_State *L)
+{
+    struct l_store *src = check_store(L, 1), *dst = check_store(L, 2);
+    const char *name = ac_lua_checkcstring(L, 3);
+    struct ac_copy_report rep;
+    struct ac_err err = AC_ERR_INIT;
+    if (ac_store_copy_channel(src->st, dst->st, name, &rep, &err) == -1)
+        return ac_lua_fail_err(L, &err);
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, (lua_Integer)rep.messages);
+    lua_setfield(L, -2, "messages");
+    lua_pushinteger(L, (lua_Integer)rep.records);
+    lua_setfield(L, -2, "records");
+    lua_pushinteger(L, (lua_Integer)rep.acks);
+    lua_setfield(L, -2, "acks");
+    lua_pushinteger(L, (lua_Integer)rep.cursors);
+    lua_setfield(L, -2, "cursors");
+    lua_pushinteger(L, (lua_Integer)rep.skipped);
+    lua_setfield(L, -2, "skipped");
+    return 1;
+}
+
+/* store.is_etcd(spec): does it name an etcd store? */
+static int l_is_etcd(lua_State *L)
+{
+    lua_pushboolean(L, ac_store_is_etcd(luaL_checkstring(L, 1)));
+    return 1;
+}
+
+/* st:kind(): "fs" or "etcd". */
+static int store_kind(lua_State *L)
+{
+    lua_pushstring(L, check_store(L, 1)->st->ops->name);
     return 1;
 }
 
@@ -1162,7 +1236,7 @@ static const luaL_Reg chanwatch_methods[] = {
 
 static const luaL_Reg store_methods[] = {
     { "channels", store_channels }, { "create", store_create }, { "channel", store_channel },
-    { "root", store_root }, { "close", store_gc }, { NULL, NULL }
+    { "root", store_root }, { "kind", store_kind }, { "close", store_gc }, { NULL, NULL }
 };
 
 static const luaL_Reg chan_methods[] = {
@@ -1176,7 +1250,8 @@ static const luaL_Reg chan_methods[] = {
 };
 
 static const luaL_Reg funcs[] = {
-    { "open", l_open }, { "check_name", l_check_name }, { "check_marker", l_check_marker },
+    { "open", l_open }, { "is_etcd", l_is_etcd }, { "copy", l_copy }, { "check_name", l_check_name },
+    { "check_marker", l_check_marker },
     { "meta_compose", l_meta_compose }, { "parse_meta", l_parse_meta },
     { "wait_watches", l_wait_watches }, { NULL, NULL }
 };

@@ -12,15 +12,18 @@
  *                     files_hint={}, acceptance={}, branch=})   -- record
  *   tasks.update(ch, id, actor, {title=, owner=, clear_owner=, depends_on=,
  *                files_hint=, acceptance=, branch=, clear_branch=, status=})
- *   tasks.lease(ch, op, id, actor, seconds, reason)   -- record
- *       (op: "claim", "renew", "release", "done", "block", "recover")
+ *   tasks.lease(ch, op, id, actor, seconds, reason, generation)   -- record
+ *       (op: "claim", "renew", "release", "done", "block", "recover";
+ *       generation: nil, or the lease generation renew, release and done
+ *       must find: LEASE_FENCED otherwise)
  *   tasks.recover_pending(ch, actor, resolve)         -- true
  *   tasks.snapshot(ch, strict)   -- { record, ... }, skipped   (for `state`)
  *       (records keep their null fields as json.null; without `strict`,
  *       unreadable or invalid records are left out and counted)
  *
  * A record is a table with the twelve fields; JSON null fields are absent
- * (nil). Expected failures return nil, message, code, exit (docs/format.md 2.4:
+ * (nil). show and the lease operations add `generation`, the fencing
+ * generation of the task's lease (lease.h), when the store keeps one (etcd). Expected failures return nil, message, code, exit (docs/format.md 2.4:
  * TASK_* and LEASE_* exit 2); wrong argument types raise.
  */
 #include <stdlib.h>
@@ -30,6 +33,7 @@
 #include <lua.h>
 
 #include "agentchat/board.h"
+#include "agentchat/lease.h"
 #include "agentchat/lua_host.h"
 #include "agentchat/taskrec.h"
 #include "agentchat/tasks.h"
@@ -149,6 +153,18 @@ static int l_snapshot(lua_State *L)
     return 2;
 }
 
+/* record.generation: the lease's fencing generation, when the store keeps
+ * one. Best effort: a claim that cannot be read is the lease commands' to
+ * report, never show's. */
+static void push_generation(lua_State *L, struct ac_chan *ch, const char *id)
+{
+    uint64_t gen = 0;
+    if (id && ac_lease_generation(ch, id, &gen, NULL) == 0 && gen > 0) {
+        lua_pushinteger(L, (lua_Integer)gen);
+        lua_setfield(L, -2, "generation");
+    }
+}
+
 static int l_show(lua_State *L)
 {
     struct ac_board b;
@@ -171,6 +187,7 @@ static int l_show(lua_State *L)
     }
     blocking = ac_board_blocking(&b, rec, 1);
     push_record(L, rec);
+    push_generation(L, b.ch, id);
     lua_pushstring(L, blocking ? blocking : "");
     free(blocking);
     ac_board_keep(&b);
@@ -289,10 +306,18 @@ static int l_lease(lua_State *L)
     const char *id = ac_lua_checkcstring(L, 3), *actor = ac_lua_checkcstring(L, 4);
     double seconds = (double)luaL_optnumber(L, 5, 300.0);
     const char *reason = ac_lua_optcstring(L, 6, NULL);
+    lua_Integer fence = luaL_optinteger(L, 7, 0);
     struct ac_err err = AC_ERR_INIT;
+    struct ac_chan *ch = ac_lua_checkchan(L, 1);
     json_t *out = NULL;
-    int rc = ac_tasks_lease(ac_lua_checkchan(L, 1), codes[op], id, actor, seconds, reason, &out, &err);
-    return finish(L, rc, out, &err, NULL);
+    int rc, n;
+    if (fence < 0)
+        return luaL_argerror(L, 7, "a lease generation is a positive integer");
+    rc = ac_tasks_lease(ch, codes[op], id, actor, seconds, reason, (uint64_t)fence, &out, &err);
+    n = finish(L, rc, out, &err, NULL);
+    if (rc == 0)
+        push_generation(L, ch, id);
+    return n;
 }
 
 static int l_recover_pending(lua_State *L)

@@ -118,6 +118,46 @@ static int claim_name_fits(const char *id, const char *owner, struct ac_err *err
                        "lease record name %s.%s.json would be longer than 255 bytes", id, owner);
 }
 
+int ac_lease_generation(struct ac_chan *ch, const char *id, uint64_t *gen, struct ac_err *err)
+{
+    struct ac_recset set;
+    json_t *claim = NULL;
+    char *name = NULL, prefix[300];
+    size_t i;
+    int rc;
+
+    *gen = 0;
+    snprintf(prefix, sizeof prefix, "%s.", id);
+    if (ac_chan_rec_scan(ch, AC_CLAIMS, prefix, 0, &set, err) == -1)
+        return -1;
+    rc = ac_claim_find(&set, ch, id, ch->name, &claim, &name, err);
+    for (i = 0; rc == 0 && name && i < set.n; i++)
+        if (strcmp(set.v[i].name, name) == 0)
+            *gen = set.v[i].created;
+    json_decref(claim);
+    free(name);
+    ac_recset_free(&set);
+    return rc;
+}
+
+int ac_lease_fence(struct ac_chan *ch, const char *id, uint64_t fence, struct ac_err *err)
+{
+    uint64_t gen;
+    if (ac_lease_generation(ch, id, &gen, err) == -1)
+        return -1;
+    if (gen == fence)
+        return 0;
+    if (gen == 0)
+        return ac_err_code(err, "LEASE_FENCED", "task %s holds no lease of generation %llu%s", id,
+                           (unsigned long long)fence,
+                           strcmp(ch->store->ops->name, "fs") == 0
+                               ? " (the folder store keeps no lease generations)"
+                               : ": it ended or was taken over");
+    return ac_err_code(err, "LEASE_FENCED",
+                       "the lease of task %s is generation %llu, not %llu: a newer holder took it over",
+                       id, (unsigned long long)gen, (unsigned long long)fence);
+}
+
 int ac_lease_journal_guard(struct ac_board *b, struct ac_err *err)
 {
     struct ac_pending p;
@@ -161,6 +201,7 @@ struct change {
     char *prev, *next;          /* its bytes; NULL = absent */
     size_t prev_len, next_len;
     uint64_t generation;        /* the store's version of prev (0: none) */
+    int grant;                  /* next is a new holder's (store.h ac_change.grant) */
 };
 
 static void changes_free(struct change *c, size_t n)
@@ -201,10 +242,10 @@ static int commit(struct ac_board *b, const char *actor, const char *event, json
         json_decref(body);
         return ac_err_sys(err, ENOMEM, "TASK_IO_ERROR", "could not prepare the lease journal");
     }
-    changes[0] = (struct ac_change){ AC_TASKS, id, r.data, r.len, after_bytes, after_len, r.generation };
+    changes[0] = (struct ac_change){ AC_TASKS, id, r.data, r.len, after_bytes, after_len, r.generation, 0 };
     for (i = 0; i < n; i++)
         changes[i + 1] = (struct ac_change){ AC_CLAIMS, c[i].name, c[i].prev, c[i].prev_len,
-                                             c[i].next, c[i].next_len, c[i].generation };
+                                             c[i].next, c[i].next_len, c[i].generation, c[i].grant };
     batch = (struct ac_batch){ AC_BATCH_LEASE, changes, n + 1, actor, event, id, body, details, NULL };
     rc = ac_chan_batch_commit(b->ch, &batch, err);
     if (rc == -1 && err && err->code && strncmp(err->code, "TASK_", 5) != 0 &&
@@ -329,6 +370,7 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
         if (check_claim_name_free(b, new_name, id, actor, err) == -1)
             goto done;
         nclaim = ac_claim_new(id, b->channel, actor, expires, now, now, NULL, NULL, NULL);
+        ch[nch].grant = 1;
         if (set_claim(b, &ch[nch++], new_name, 0, nclaim, err) == -1)
             goto done;
         event = "lease.claimed";
@@ -417,11 +459,13 @@ int ac_lease_apply(struct ac_board *b, enum ac_lease_op op, const char *id, cons
             ac_task_err(err, "LEASE_INVALID_OWNER", "case-only owner changes are not supported for lease recovery");
             goto done;
         }
-        /* the new holder's claim replaces the old one, or is a new record */
-        if (strcmp(new_name, claim_name) == 0 ? claim_change(b, &ch[nch++], claim_name, 1, nclaim, err) == -1
+        /* the new holder's claim replaces the old one, or is a new record:
+         * a grant either way (a new fencing generation, store.h) */
+        if (strcmp(new_name, claim_name) == 0 ? (ch[nch].grant = 1,
+                                                 claim_change(b, &ch[nch++], claim_name, 1, nclaim, err) == -1)
                 : check_claim_name_free(b, new_name, id, actor, err) == -1 ||
                   claim_change(b, &ch[nch++], claim_name, 1, NULL, err) == -1 ||
-                  claim_change(b, &ch[nch++], new_name, 1, nclaim, err) == -1)
+                  (ch[nch].grant = 1, claim_change(b, &ch[nch++], new_name, 1, nclaim, err) == -1))
             goto done;
         event = "lease.recovered";
         if (json_object_set(details, "previous_owner", json_object_get(claim, "owner")) == -1 ||

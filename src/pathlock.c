@@ -216,7 +216,10 @@ static int load_one(struct session *s, const struct ac_record *r, struct ac_lock
     if (!r->data)
         return record_os_error(s, r->name, r->sys_errno ? r->sys_errno : EIO, err);
     snprintf(file, sizeof file, "%s.json", r->name);
-    return ac_lockrec_parse(r->data, r->len, file, s->ch->name, out, err);
+    if (ac_lockrec_parse(r->data, r->len, file, s->ch->name, out, err) == -1)
+        return -1;
+    out->generation = r->generation;
+    return 0;
 }
 
 /* The records of locks/ (with AC_SCAN_HIDDEN every "*.json"), sorted. */
@@ -399,11 +402,19 @@ static int run_mutation(struct session *s, const struct mutation *m, struct ac_l
                         struct ac_lockrec *out, struct ac_err *err)
 {
     struct ac_change c = { AC_LOCKS, m->lock_id, m->before, m->before_len, m->after, m->after_len,
-                           m->before_generation };
+                           m->before_generation, m->after != NULL /* lock, recover: a grant */ };
     struct ac_batch b = { AC_BATCH_PATHLOCK, &c, 1, m->actor, m->event, m->lock_id, m->audit, NULL,
                           m->operation };
     if (ac_chan_batch_commit(s->ch, &b, err) == -1)
         return -1;
+    if (m->after) {
+        /* The new record's generation (the holder's token) is the store's
+         * version of what was just written (none on the folder). */
+        struct ac_record r;
+        if (ac_chan_rec_read(s->ch, AC_LOCKS, m->lock_id, &r, NULL) == 0)
+            rec->generation = r.generation;
+        ac_record_free(&r);
+    }
     give(rec, out);
     return 0;
 }
@@ -569,6 +580,12 @@ out:
 int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner,
                        struct ac_lockrec *out, struct ac_err *err)
 {
+    return ac_pathlock_unlock_fenced(ch, target, owner, 0, out, err);
+}
+
+int ac_pathlock_unlock_fenced(struct ac_chan *ch, const char *target, const char *owner,
+                              uint64_t fence, struct ac_lockrec *out, struct ac_err *err)
+{
     struct session s;
     struct ac_lockrec rec;
     struct mutation m;
@@ -584,6 +601,17 @@ int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner
     if (ac_pathlock_check_owner(owner, "owner", err) == -1 ||
         target_session(&s, ch, target, &rec, err) == -1)
         return -1;
+    if (fence && rec.generation != fence) {
+        /* a stale holder's token: the lock went to someone else since */
+        if (rec.generation == 0)
+            ac_pl_err(err, "PATH_LOCK_FENCED", "lock %s has no generation %llu (the folder store "
+                      "keeps no lock generations)", rec.lock_id, (unsigned long long)fence);
+        else
+            ac_pl_err(err, "PATH_LOCK_FENCED",
+                      "lock %s is generation %llu, not %llu: a newer holder took it over",
+                      rec.lock_id, (unsigned long long)rec.generation, (unsigned long long)fence);
+        goto out;
+    }
     if (strcmp(rec.owner, owner) != 0) {
         char shown[600];
         ac_err_quote(shown, sizeof shown, rec.owner, 200);

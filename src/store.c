@@ -283,6 +283,16 @@ void ac_mutex_release(struct ac_mutex *m)
         m->ops->mutex_release(m);
 }
 
+int ac_chan_msg_put(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                    struct ac_err *err)
+{
+    if (!HAS(ch->store, 2, msg_put))
+        return unsupported(ch->store, "copy messages", err);
+    if (fault("store.msg_put", "copy the message", err) == -1)
+        return -1;
+    return CHOPS(ch)->msg_put(ch, name, data, len, err);
+}
+
 void ac_mutex_keep(struct ac_mutex *m)
 {
     if (m && m->ops->version >= 2 && m->ops->mutex_keep)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agentchat/board.h"
+#include "agentchat/lease.h"
 #include "agentchat/taskrec.h"
 
 /* ---- create ---- */
@@ -154,10 +155,14 @@ int ac_tasks_update(struct ac_chan *ch, const char *id, const char *actor,
 }
 
 int ac_tasks_lease(struct ac_chan *ch, enum ac_lease_op op, const char *id, const char *actor,
-                   double seconds, const char *reason, json_t **out, struct ac_err *err)
+                   double seconds, const char *reason, uint64_t fence, json_t **out,
+                   struct ac_err *err)
 {
     struct ac_board b;
     int rc;
+    if (fence && op != AC_LEASE_RENEW && op != AC_LEASE_RELEASE && op != AC_LEASE_DONE)
+        return ac_err_code(err, "TASK_INVALID_ARGUMENT",
+                           "a lease generation applies to renew, release and done only");
     if (op == AC_LEASE_BLOCK) {
         /* The Python tool's `task block` is a task update (status blocked). */
         struct ac_task_change chg;
@@ -167,7 +172,9 @@ int ac_tasks_lease(struct ac_chan *ch, enum ac_lease_op op, const char *id, cons
     }
     if (ac_board_open(ch, AC_BOARD_DEFER, &b, err) == -1)
         return -1;
-    rc = ac_lease_apply(&b, op, id, actor, seconds, reason, out, err);
+    rc = fence ? ac_lease_fence(ch, id, fence, err) : 0;
+    if (rc == 0)
+        rc = ac_lease_apply(&b, op, id, actor, seconds, reason, out, err);
     if (rc == 0)
         ac_board_sweep(&b);
     ac_board_close(&b);

@@ -20,6 +20,12 @@
 int ac_audit_post(struct ac_chan *ch, const char *actor, const char *event,
                   const char *id, const json_t *body, uint64_t *seq, struct ac_err *err);
 
+/* The post request of an audit message, without posting it (a backend
+ * that publishes it in one transaction with its records): *title and *text
+ * are malloc'ed and back req's strings; free both. 0, or -1 with err. */
+int ac_audit_request(const char *actor, const char *event, const char *id, const json_t *body,
+                     struct ac_post_req *req, char **title, char **text, struct ac_err *err);
+
 /* Does any message file of the channel contain `"transaction_id": "<id>"`?
  * (The recovery check of docs/format.md 3.6: a substring scan of every message.)
  * Returns 1, 0, or -1 with err. */

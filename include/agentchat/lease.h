@@ -74,6 +74,17 @@ int ac_lease_update_gate(struct ac_board *b, const json_t *cur, const char *acto
 int ac_lease_recover_pending(struct ac_board *b, const char *actor, const char *resolve,
                              struct ac_err *err);
 
+/* The fencing generation of task `id`'s lease: the store's version of its
+ * claim record when it was created (store.h, ac_record.created; etcd: the
+ * revision that granted the lease), which a renewal keeps and a new holder
+ * changes. 0 with *gen 0 when the task holds no lease or the store keeps no
+ * versions (the folder); -1 with err when the claims cannot be read. */
+int ac_lease_generation(struct ac_chan *ch, const char *id, uint64_t *gen, struct ac_err *err);
+
+/* LEASE_FENCED unless the lease of task `id` has generation `fence` (the
+ * holder's token: docs/etcd.md). Call with the board's mutex held. */
+int ac_lease_fence(struct ac_chan *ch, const char *id, uint64_t fence, struct ac_err *err);
+
 /* LEASE_TRANSACTION_PENDING (or _INVALID, the message recover-pending
  * would give for a journal it cannot read) when a lease batch is pending,
  * else 0. */

@@ -57,6 +57,11 @@ struct ac_lockrec {
     size_t npaths;
     int64_t expires_us;     /* expires_at as microseconds since 1970 */
     json_t *json;           /* the parsed record (NULL for a new one) */
+    uint64_t generation;    /* the store's version of the record (store.h;
+                               etcd: the revision of its last write, which
+                               for a lock is always a grant: lock or
+                               recover): the holder's fencing token; 0 when
+                               the store keeps none (the folder) */
     int borrowed;           /* the strings point into json (parsed records) */
 };
 

@@ -118,6 +118,10 @@ int ac_pathlock_check(struct ac_chan *ch, const char *const *paths, size_t n,
  * removed record (may be NULL). */
 int ac_pathlock_unlock(struct ac_chan *ch, const char *target, const char *owner,
                        struct ac_lockrec *out, struct ac_err *err);
+/* The same, refused with PATH_LOCK_FENCED unless the lock still has
+ * generation `fence` (the holder's token, lockrec.h; 0: no check). */
+int ac_pathlock_unlock_fenced(struct ac_chan *ch, const char *target, const char *owner,
+                              uint64_t fence, struct ac_lockrec *out, struct ac_err *err);
 
 /* Take over the expired lock named by `target` for `owner` with `reason`
  * for `lease` seconds; the lock id is kept. *out receives the new record

@@ -82,13 +82,15 @@
  *    workspace paths, fsck (and the channels only fsck opens: chan_hidden,
  *    chan_open_hidden), batches and pending batches, notification of acks
  *    and cursors (receipts), the cursor of a read (its lock and its
- *    advance), and a notification wait that also wakes on a descriptor of
+ *    advance), a notification wait that also wakes on a descriptor of
  *    the caller (watch_wait_fd: the bridge of docs/claude-teams.md waits
- *    for the channel and a host folder in one call), and one wait on
- *    several watches and one watch of several channels (watch_wait_many,
- *    watch_add: `wait --for`). Version 2 is not released yet: its last six
- *    operations came with it, appended; a table may leave any of them
- *    NULL. */
+ *    for the channel and a host folder in one call), copying a message
+ *    file between stores (msg_put), and one wait on several watches and
+ *    one watch of several channels (watch_wait_many, watch_add: `wait
+ *    --for`). Version 2 is not released yet: its last seven operations
+ *    came with it, appended (mutex_keep, chan_hidden, chan_open_hidden,
+ *    watch_wait_fd, msg_put, watch_wait_many, watch_add); a table may
+ *    leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -191,6 +193,13 @@ struct ac_record {
                                  mod_revision); 0 when the backend keeps
                                  none (the folder), and then the bytes are
                                  what a batch compares */
+    uint64_t created;         /* the backend's version when the record was
+                                 created, which a later write keeps (etcd:
+                                 its create_revision): the fencing
+                                 generation of a lease's claim or a path
+                                 lock, which a renewal keeps and a new
+                                 holder changes; 0 when the backend keeps
+                                 none (the folder) */
 };
 
 struct ac_recset {
@@ -282,6 +291,13 @@ struct ac_change {
     const char *after;
     size_t after_len;
     uint64_t before_generation;   /* ac_record.generation of `before`, or 0 */
+    int grant;                /* `after` hands the record to a (new) holder
+                                 (a lease claimed or recovered): its
+                                 ac_record.created becomes this batch's
+                                 version, even when the record existed (a
+                                 holder recovering its own expired lease
+                                 rewrites the same claim); a renewal is no
+                                 grant. Backends without versions ignore it */
 };
 
 struct ac_batch {
@@ -490,6 +506,14 @@ struct ac_store_ops {
      * timeout; -1 with errno EINTR when interrupted. May be NULL (the
      * caller then polls the channel: ac_chan_watch_wait_fd). */
     int (*watch_wait_fd)(struct ac_watch *w, int64_t timeout_ns, int fd);
+    /* Copying a channel between stores (export, import folder: copy.h):
+     * publish message file `name` ("0017-alice-hi.md", its seq is the
+     * name's) with exactly these bytes, and raise the channel's seq
+     * counter to its seq, so no later post reuses it. EEXIST (sys_errno)
+     * when a message with that seq exists; EINVAL for a name that is not
+     * a message file's. May be NULL (STORE_UNSUPPORTED). */
+    int (*msg_put)(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                   struct ac_err *err);
     /* One wait on several watches of this store (a composite wait, `wait
      * --for`: the channels and acks it depends on, one deadline): 1 a
      * possible change of any of ws[0..n) (NULL entries are skipped: the
@@ -522,6 +546,25 @@ struct ac_chan {
 
 /* The file-system backend rooted at `root` (which need not exist yet). */
 struct ac_store *ac_store_open_fs(const char *root, struct ac_err *err);
+
+/* The etcd backend (src/etcd/, docs/etcd.md): `url` is
+ * etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?timeout=S&request_timeout=S&lease_ttl=S]
+ * and everything of the store lives under the key prefix PREFIX/. The
+ * cluster is not contacted here (a cluster that is down fails the first
+ * operation). ETCD_CONFIG for a bad URL or option (never echoing
+ * credentials), ETCD_NOMEM. Secrets are copied, never printed, and wiped
+ * when the store closes. */
+struct ac_store_etcd_opts {
+    const char *username;       /* etcd's own authentication (both or neither) */
+    const char *password;
+    const char *ca_file;        /* TLS: a CA bundle; a client certificate and key */
+    const char *cert_file;
+    const char *key_file;
+};
+struct ac_store *ac_store_open_etcd(const char *url, const struct ac_store_etcd_opts *opts,
+                                    struct ac_err *err);
+/* 1 when `spec` names an etcd store (etcd://...). */
+int ac_store_is_etcd(const char *spec);
 
 /* ---- the wrappers: the only way to call a backend ---- */
 
@@ -599,6 +642,9 @@ int ac_chan_cursor_advance(struct ac_chan *ch, const char *agent, const int64_t 
                            struct ac_err *err);
 int ac_chan_cursor_lock(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
                         struct ac_err *err);
+/* ops->msg_put; fault point store.msg_put. */
+int ac_chan_msg_put(struct ac_chan *ch, const char *name, const char *data, size_t len,
+                    struct ac_err *err);
 
 /* ---- helpers ---- */
 

@@ -65,9 +65,12 @@ int ac_tasks_update(struct ac_chan *ch, const char *id, const char *actor,
                     const struct ac_task_change *chg, json_t **out, struct ac_err *err);
 
 /* claim, renew, release, done, recover (lease.h), and block (a task update
- * to status blocked, as the Python tool's): the new record. */
+ * to status blocked, as the Python tool's): the new record. `fence` (0:
+ * none) is the generation the actor's lease must have (renew, release,
+ * done: ac_lease_fence, checked first under the board's lock). */
 int ac_tasks_lease(struct ac_chan *ch, enum ac_lease_op op, const char *id, const char *actor,
-                   double seconds, const char *reason, json_t **out, struct ac_err *err);
+                   double seconds, const char *reason, uint64_t fence, json_t **out,
+                   struct ac_err *err);
 
 /* recover-pending (lease.h); resolve is NULL, "rollback" or "published". */
 int ac_tasks_recover_pending(struct ac_chan *ch, const char *actor, const char *resolve,

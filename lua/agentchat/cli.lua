@@ -37,7 +37,8 @@ M.commands = {
   { "task", "tasks", "task board: create, claim, update, finish tasks" },
   { "event", "events", "post and read capability/status events" },
   { "status", "status", "latest-wins status keys per agent: set, get, watch" },
-  { "import", "import", "import a team mailbox, a receipt-bus folder or a Claude Code team into a channel" },
+  { "import", "import", "import a team mailbox, a receipt-bus folder, a Claude Code team or a folder root into a channel" },
+  { "export", "export", "copy channels to a folder in the folder format" },
   { "bridge", "bridge", "carry messages between a channel and a Claude Code agent team, live" },
   { "run", "scripting", "run a Lua script with the agentchat API" },
   { "watch", "watch", "run a Lua handler for each new message (zero-token loop)" },
@@ -75,12 +76,17 @@ shared channel folders. Drop-in compatible with agent-chat-plugin.]]
 local EPILOG = [[
 Root: --root (before the command), else $AGENT_CHAT_ROOT, else the user
 config's root (see 'agent-chat config'), else ~/agent-chat.
+Store: --store etcd://HOST:PORT[,...]/PREFIX (before the command), else
+$AGENT_CHAT_STORE, else the root or user config's store, else the root folder.
 Run 'agent-chat COMMAND -h' for the options of a command.]]
 
 function M.build_parser()
   local p = argparse.parser{ prog = "agent-chat", description = DESCRIPTION, epilog = EPILOG }
   p:option{ "--root", metavar = "ROOT",
             help = "chat root folder (default: $AGENT_CHAT_ROOT or ~/agent-chat)" }
+  p:option{ "--store", metavar = "URL",
+            help = "keep the state in etcd: etcd://HOST:PORT[,HOST:PORT...]/PREFIX "
+              .. "(default: $AGENT_CHAT_STORE, the config's store, else the root folder)" }
   p:option{ "--version", action = "store_true", help = "print the version and exit" }
   local sub = p:subparsers{ dest = "command", metavar = "COMMAND", required = true,
                             title = "commands" }
@@ -104,9 +110,10 @@ local function family_of(name)
 end
 
 --- parser:parse(argv) of the whole grammar (M.build_parser), without
---- building it for the usual command line: `[--root R | --root=R]...
---- COMMAND ARGS...`, COMMAND spelled in full and no R starting with '-'.
---- There Python's top-level parser takes the last --root, hands ARGS to
+--- building it for the usual command line: `[--root R | --root=R | --store
+--- S | --store=S]... COMMAND ARGS...`, COMMAND spelled in full and no R or S
+--- starting with '-'. There Python's top-level parser takes the last --root
+--- (and --store, ours), hands ARGS to
 --- COMMAND's parser untouched (whatever they hold) and adds what that
 --- returns, so only COMMAND's parser is made (prog "agent-chat COMMAND", as
 --- the whole parser names it; it has no parent). Anything else, and ARGS
@@ -114,13 +121,17 @@ end
 --- argument starting with "--=" (which the top level finds ambiguous),
 --- goes through the whole parser. cli_spec checks that both agree.
 function M.parse(argv)
-  local i, root = 1, nil
+  local i, root, store = 1, nil, nil
   while true do
     local a, v = argv[i], argv[i + 1]
     if a == "--root" and v and v:sub(1, 1) ~= "-" then
       root, i = v, i + 2
     elseif a and a:sub(1, 7) == "--root=" then
       root, i = a:sub(8), i + 1
+    elseif a == "--store" and v and v:sub(1, 1) ~= "-" then
+      store, i = v, i + 2
+    elseif a and a:sub(1, 8) == "--store=" then
+      store, i = a:sub(9), i + 1
     else
       break
     end
@@ -141,7 +152,7 @@ function M.parse(argv)
       if args == nil then
         return nil, extras
       elseif #extras == 0 then
-        local out = { root = root, version = false, command = name }
+        local out = { root = root, store = store, version = false, command = name }
         for k, v in pairs(args) do
           out[k] = v
         end
@@ -213,9 +224,9 @@ local function find_raw_command(argv)
   local i = 1
   while argv[i] do
     local a = argv[i]
-    if a == "--root" then
+    if a == "--root" or a == "--store" then
       i = i + 2
-    elseif a:sub(1, 7) == "--root=" then
+    elseif a:sub(1, 7) == "--root=" or a:sub(1, 8) == "--store=" then
       i = i + 1
     elseif a == "run" or a == "--version" then
       return a, i
@@ -247,6 +258,10 @@ local function run_main(argv)
         root = argv[i + 1]
       elseif argv[i]:sub(1, 7) == "--root=" then
         root = argv[i]:sub(8)
+      elseif argv[i] == "--store" then
+        require("agentchat").default_store = argv[i + 1]
+      elseif argv[i]:sub(1, 8) == "--store=" then
+        require("agentchat").default_store = argv[i]:sub(9)
       end
     end
     return scripting.raw(raw, argv, at, root, ctx), raw
@@ -265,6 +280,9 @@ local function run_main(argv)
     end
     return 2
   end
+  if args.store ~= nil then
+    require("agentchat").default_store = args.store   -- every ac.open() of the command
+  end
   local code = args.handler(args, ctx)
   if not ctx.flush() then
     return 1, args.command
@@ -274,7 +292,8 @@ end
 
 --- Entry point used by the host: argv[0] is the program name. Returns the
 --- exit code and whether the state may be left unclosed (no user code ran
---- that a finalizer could belong to).
+--- that a finalizer could belong to, and no etcd store was opened, whose
+--- close ends its session lease).
 function M.main(argv)
   local ok, code, command = xpcall(run_main, function(e)
     if errors.is_error(e) or (type(e) == "table" and e.code) then
@@ -283,7 +302,7 @@ function M.main(argv)
     return debug.traceback(tostring(e), 2)
   end, argv)
   if ok then
-    return code, not USER_CODE[command]
+    return code, not USER_CODE[command] and not require("agentchat").remote_opened
   end
   if type(code) == "table" then
     -- A domain error raised through the stack (e.g. Ctrl-C in Lua code).

@@ -47,6 +47,12 @@ M.SETTINGS = {
   { field = "workflows", key = "workflows.path" },
   { field = "hook_kinds", key = "hooks.kinds", env = "AGENT_CHAT_HOOK_KINDS" },
   { field = "stop_hook", key = "hooks.stop", env = "AGENT_CHAT_STOP_HOOK" },
+  { field = "store", key = "store", env = "AGENT_CHAT_STORE" },
+  { field = "etcd_user", key = "etcd.user", env = "AGENT_CHAT_ETCD_USER" },
+  { field = "etcd_password", key = "etcd.password", env = "AGENT_CHAT_ETCD_PASSWORD", secret = true },
+  { field = "etcd_ca", key = "etcd.ca", env = "AGENT_CHAT_ETCD_CA" },
+  { field = "etcd_cert", key = "etcd.cert", env = "AGENT_CHAT_ETCD_CERT" },
+  { field = "etcd_key", key = "etcd.key", env = "AGENT_CHAT_ETCD_KEY" },
 }
 
 -- The file's grammar: top-level keys, either a leaf (a value kind) or a
@@ -60,8 +66,10 @@ local SCHEMA = {
   state = { template = "path" },
   workflows = { path = "paths" },
   hooks = { kinds = "kinds", stop = "stop_mode" },
+  store = "store",
+  etcd = { user = "name", password = "secret", ca = "path", cert = "path", key = "path" },
 }
-local TOP_ORDER = { "identity", "root", "channels", "wait", "state", "workflows", "hooks" }
+local TOP_ORDER = { "identity", "root", "channels", "wait", "state", "workflows", "hooks", "store", "etcd" }
 
 -- hooks.stop: what the Stop hook does with unread messages (docs/config.md).
 local STOP_MODES = { notify = true, block = true }
@@ -247,6 +255,29 @@ end
 function CHECK.stop_mode(v)
   if type(v) ~= "string" or not STOP_MODES[v] then
     return nil, "must be notify or block (got " .. (type(v) == "string" and show(v) or type_of(v)) .. ")"
+  end
+  return v
+end
+
+-- store: where the state lives instead of the root folder (docs/etcd.md).
+function CHECK.store(v)
+  local s = clean_text(v)
+  if s and s:match("^etcd://[^/?]*@") then
+    -- never shown back: it holds credentials
+    return nil, "must not carry credentials (user:password@): set etcd.user and etcd.password"
+  end
+  if not s or s:sub(1, 7) ~= "etcd://" then
+    return nil, "must be an etcd://HOST:PORT[,HOST:PORT...]/PREFIX URL (got "
+      .. (type(v) == "string" and show(v) or type_of(v)) .. ")"
+  end
+  return s
+end
+
+-- A secret (etcd.password): any non-empty text; never shown back, not even
+-- in an error.
+function CHECK.secret(v)
+  if type(v) ~= "string" or v == "" or v:find("[%c]") then
+    return nil, "must be a non-empty string without control characters"
   end
   return v
 end
@@ -513,6 +544,14 @@ function M.load(opts)
       else
         from_env[e[1]] = v
       end
+    end
+  end
+  for _, e in ipairs({ { "store", "AGENT_CHAT_STORE" }, { "etcd_user", "AGENT_CHAT_ETCD_USER" },
+                       { "etcd_password", "AGENT_CHAT_ETCD_PASSWORD" }, { "etcd_ca", "AGENT_CHAT_ETCD_CA" },
+                       { "etcd_cert", "AGENT_CHAT_ETCD_CERT" }, { "etcd_key", "AGENT_CHAT_ETCD_KEY" } }) do
+    local raw = getenv(env, e[2])
+    if raw and raw ~= "" then
+      from_env[e[1]] = raw
     end
   end
   local defaults = { interval = DEFAULT_INTERVAL, channels = yaml.array(), workflows = yaml.array(),

@@ -110,20 +110,134 @@ local Root = {}
 Root.__index = Root
 Root.__name = "agentchat.root"
 
---- Open a root (need not exist). `path` nil resolves as resolve_root(nil).
+-- A broken config file stops the store lookup only when it may say where
+-- the store is (a top-level `store:` line): a command that needs nothing
+-- else from it keeps working, as it did before stores could be chosen.
+local function broken_store_file(cfg)
+  for _, scope in ipairs({ "root", "user" }) do
+    local f = cfg.files[scope]
+    if f and f.status == "invalid" then
+      local text = sys.read_file(f.path, 1024 * 1024 + 1) or ""
+      if ("\n" .. text):find("\nstore[ \t]*:") then
+        return f
+      end
+    end
+  end
+end
+
+-- Could a config file name a store? A cheap probe for the two files first
+-- (config.user_path and config.root_path say where they are): most commands
+-- run without any, and loading the config module costs about a tenth of a
+-- command.
+local function config_present(root)
+  local function present(path)
+    local data, _, errno = sys.read_file(path, 1)
+    return data ~= nil or (errno ~= 2 and errno ~= 20)     -- ENOENT, ENOTDIR: absent
+  end
+  if present(M.join_path(root, "agent-chat.yaml")) then
+    return true
+  end
+  local xdg = os.getenv("XDG_CONFIG_HOME")
+  if xdg and xdg:sub(1, 1) == "/" then
+    return present(xdg .. "/agent-chat/config.yaml")
+  end
+  local home = sys.home()
+  return home ~= nil and present(home .. "/.config/agent-chat/config.yaml")
+end
+
+--- The store of a root (docs/etcd.md): `flag` (--store), else M.default_store,
+--- else $AGENT_CHAT_STORE (empty = unset), else the root config's `store`,
+--- else the user config's. Returns the etcd URL and the options of
+--- store.open (credentials and TLS files from the etcd.* settings), false for
+--- the root folder, or nil, message, code.
+function M.resolve_store(root, flag)
+  local spec = flag
+  if spec == nil then
+    spec = M.default_store
+  end
+  if spec == nil then
+    local env = os.getenv("AGENT_CHAT_STORE")
+    if env and env ~= "" then
+      spec = env
+    end
+  end
+  local present = config_present(root)
+  if spec == nil and not present then
+    return false
+  end
+  local cfg
+  if present then
+    cfg = require("agentchat.config").load{ root = root, lenient = true }
+  else
+    -- no file to read: the environment alone (what config.load would say)
+    local function env(name)
+      local v = os.getenv(name)
+      return v ~= "" and v or nil
+    end
+    cfg = { etcd_user = env("AGENT_CHAT_ETCD_USER"), etcd_password = env("AGENT_CHAT_ETCD_PASSWORD"),
+            etcd_ca = env("AGENT_CHAT_ETCD_CA"), etcd_cert = env("AGENT_CHAT_ETCD_CERT"),
+            etcd_key = env("AGENT_CHAT_ETCD_KEY") }
+  end
+  if spec == nil then
+    local bad = broken_store_file(cfg)
+    if bad then
+      return fail(bad.code, bad.error)
+    end
+    spec = cfg.store
+  end
+  if spec == nil then
+    return false
+  end
+  if not store.is_etcd(spec) then
+    return fail("STORE_INVALID", "store must be an etcd://HOST:PORT[,HOST:PORT...]/PREFIX URL "
+      .. "(the root folder needs no store setting)")
+  end
+  return spec, { username = cfg.etcd_user, password = cfg.etcd_password, ca_file = cfg.etcd_ca,
+                 cert_file = cfg.etcd_cert, key_file = cfg.etcd_key }
+end
+
+--- Open a root (need not exist). `path` nil resolves as resolve_root(nil);
+--- an etcd://... path opens that store. The store is chosen by
+--- resolve_store: `path` is then where the config files are found.
 function M.open(path)
   if path ~= nil and type(path) ~= "string" then
     error("root path must be a string", 2)
   end
-  local root, msg, code = M.resolve_root(path)
+  local spec, opts, msg, code
+  local root = path
+  if path ~= nil and store.is_etcd(path) then
+    spec = path
+    root = nil
+  end
+  root, msg, code = M.resolve_root(root)
   if not root then
     return nil, msg, code
   end
-  local st, smsg, scode, sexit = store.open(root)
+  if spec then
+    spec, opts = M.resolve_store(root, spec)
+  else
+    spec, opts, code = M.resolve_store(root)
+    if spec == nil then
+      return nil, opts, code
+    end
+  end
+  local st, smsg, scode, sexit
+  if spec then
+    st, smsg, scode, sexit = store.open(spec, opts)
+  else
+    st, smsg, scode, sexit = store.open(root)
+  end
   if not st then
     return nil, smsg, scode, sexit
   end
-  return setmetatable({ path = root, _store = st }, Root)
+  if spec then
+    -- An etcd store ends its session lease and connections when it is
+    -- closed: the CLI must close the state before it exits (cli.main).
+    M.remote_opened = true
+  end
+  -- path: where the channels are, as messages name it (the folder, or the
+  -- store's URL); dir: the root folder of the config files.
+  return setmetatable({ path = spec and st:root() or root, dir = root, _store = st }, Root)
 end
 
 function Root:__tostring()
@@ -188,6 +302,78 @@ function Root:init(name, opts)
     return nil, msg, code, exit
   end
   return self:channel(name)
+end
+
+-- Copy `names` (nil: every channel of src) from store src to store dst
+-- (agentchat.store's copy, include/agentchat/copy.h): a list of reports
+-- {channel, messages, records, acks, cursors, skipped}, or nil, message,
+-- code, exit at the first failure (the reports so far as a fifth value).
+local function copy_channels(src, dst, names)
+  if names == nil then
+    local all, msg, code, exit = src:channels()
+    if not all then
+      return nil, msg, code, exit
+    end
+    names = all
+  end
+  local reports = {}
+  for _, name in ipairs(names) do
+    if type(name) ~= "string" then
+      error("channels must be a list of names", 3)
+    end
+    local rep, msg, code, exit = store.copy(src, dst, name)
+    if not rep then
+      return nil, msg, code, exit, reports
+    end
+    rep.channel = name
+    reports[#reports + 1] = rep
+  end
+  return reports
+end
+
+-- Copy between this root's store and the folder (or store) `dir`, each
+-- way: the other store opened, the copy, the other store closed. `into`:
+-- the root's store is the target (import).
+local function copy_with(self, dir, opts, what, into)
+  if type(dir) ~= "string" then
+    error(what .. " expects a folder path", 3)
+  end
+  local other, msg, code, exit = store.open(store.is_etcd(dir) and dir or M.normalize_path(dir))
+  if not other then
+    return nil, msg, code, exit
+  end
+  local names = (opts or {}).channels
+  if into and names == nil then
+    names, msg, code, exit = other:channels()
+    if names and #names == 0 then
+      names, msg, code = nil, "no channel under " .. dir .. " (a folder root holds <channel>/_meta.json)",
+        "IMPORT_INVALID_FOLDER"
+    end
+  end
+  local reports, partial
+  if names ~= nil or not into then
+    local src, dst = self._store, other
+    if into then
+      src, dst = other, self._store
+    end
+    reports, msg, code, exit, partial = copy_channels(src, dst, names)
+  end
+  other:close()
+  return reports, msg, code, exit, partial
+end
+
+--- Copy channels of this root's store to the folder `dir`, in the folder
+--- format (docs/etcd.md "Migration"); opts.channels: names (default: all).
+--- A channel the folder has already is refused (CHANNEL_EXISTS).
+function Root:export(dir, opts)
+  return copy_with(self, dir, opts, "export", false)
+end
+
+--- Copy channels of the folder root `dir` into this root's store (the
+--- reverse of export); opts.channels: names (default: all of the folder).
+--- IMPORT_INVALID_FOLDER when the folder holds no channel.
+function Root:import_folder(dir, opts)
+  return copy_with(self, dir, opts, "import_folder", true)
 end
 
 --- Names of the channels under the root, sorted.

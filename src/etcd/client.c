@@ -321,13 +321,37 @@ fail:
     return NULL;
 }
 
+int ac_etcd_need_curl(struct ac_etcd *e, struct ac_err *err)
+{
+    if (e->easy)
+        return 0;
+    if (ac_curl_load(err) == -1)
+        return -1;
+    e->easy = ac_etcd_easy_new(e);
+    e->headers = ac_etcd_header_list(e);
+    if (!e->easy || !e->headers ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_WRITEFUNCTION, write_reply) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_WRITEDATA, e) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_ERRORBUFFER, e->errbuf) != CURLE_OK ||
+        ac_curl.easy_setopt(e->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)e->max_reply) !=
+            CURLE_OK) {
+        if (e->easy)
+            ac_curl.easy_cleanup(e->easy);
+        ac_curl.slist_free_all(e->headers);
+        e->easy = NULL;
+        e->headers = NULL;
+        return nomem(err);
+    }
+    return 0;
+}
+
 struct ac_etcd *ac_etcd_open(const struct ac_etcd_config *cfg, struct ac_err *err)
 {
     struct ac_etcd *e;
     int tls = cfg->ca_file || cfg->cert_file || cfg->key_file;
+    const char *transport = getenv("AGENT_CHAT_ETCD_TRANSPORT");
+    size_t i;
 
-    if (ac_curl_load(err) == -1)
-        return NULL;
     if ((cfg->username == NULL) != (cfg->password == NULL)) {
         ac_err_set(err, AC_EXIT_GENERAL, "ETCD_CONFIG",
                    "etcd authentication needs both a user name and a password");
@@ -348,6 +372,8 @@ struct ac_etcd *ac_etcd_open(const struct ac_etcd_config *cfg, struct ac_err *er
         nomem(err);
         return NULL;
     }
+    for (i = 0; i < AC_ETCD_MAX_ENDPOINTS; i++)
+        e->raw_fd[i] = -1;
     e->connect_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : DEFAULT_CONNECT_MS;
     e->request_ms = cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_REQUEST_MS;
     e->op_ms = cfg->op_timeout_ms ? cfg->op_timeout_ms : DEFAULT_OP_MS;
@@ -363,17 +389,14 @@ struct ac_etcd *ac_etcd_open(const struct ac_etcd_config *cfg, struct ac_err *er
         dup_opt(&e->cert_file, cfg->cert_file, err) == -1 ||
         dup_opt(&e->key_file, cfg->key_file, err) == -1)
         goto fail;
-    e->easy = ac_etcd_easy_new(e);
-    e->headers = ac_etcd_header_list(e);
-    if (!e->easy || !e->headers ||
-        ac_curl.easy_setopt(e->easy, CURLOPT_WRITEFUNCTION, write_reply) != CURLE_OK ||
-        ac_curl.easy_setopt(e->easy, CURLOPT_WRITEDATA, e) != CURLE_OK ||
-        ac_curl.easy_setopt(e->easy, CURLOPT_ERRORBUFFER, e->errbuf) != CURLE_OK ||
-        ac_curl.easy_setopt(e->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)e->max_reply) !=
-            CURLE_OK) {
-        nomem(err);
+    /* Plain http goes through http.c; TLS needs libcurl, loaded now so
+     * that a missing one is a configuration error at once. */
+    e->use_curl = tls || (transport && strcmp(transport, "curl") == 0);
+    for (i = 0; i < e->n; i++)
+        if (strncmp(e->endpoints[i], "https://", 8) == 0)
+            e->use_curl = 1;
+    if (e->use_curl && ac_etcd_need_curl(e, err) == -1)
         goto fail;
-    }
     return e;
 fail:
     ac_etcd_scrub(e, err);
@@ -388,9 +411,12 @@ void ac_etcd_close(struct ac_etcd *e)
         return;
     if (e->easy)
         ac_curl.easy_cleanup(e->easy);
-    ac_curl.slist_free_all(e->headers);
-    for (i = 0; i < e->n; i++)
+    if (e->headers)
+        ac_curl.slist_free_all(e->headers);
+    for (i = 0; i < e->n; i++) {
+        ac_etcd_raw_close(e, i);
         free(e->endpoints[i]);
+    }
     free_secret(e->username);
     free_secret(e->password);
     free_secret(e->token);
@@ -503,21 +529,16 @@ static enum outcome server_error(struct ac_etcd *e, size_t i, long status, int g
     return OUT_FAIL;
 }
 
-static enum outcome attempt(struct ac_etcd *e, size_t i, const char *path, const char *body,
-                            size_t len, int64_t deadline, json_t **reply, struct ac_err *err)
+/* One request through libcurl: OUT_OK with *status and the body in
+ * e->reply, or the outcome of its failure (err). */
+static enum outcome curl_transfer(struct ac_etcd *e, size_t i, const char *path, const char *body,
+                                  size_t len, long timeout, long *statusp, struct ac_err *err)
 {
     char url[512];
-    int64_t left_ms = (deadline - ac_clock_mono_ns()) / 1000000;
-    long timeout = e->request_ms < left_ms ? e->request_ms : (long)left_ms;
     long status = 0, connects = 0, sent = 0;
     CURLcode rc;
-    json_t *o;
-    int grpc;
-    const char *message;
 
-    *reply = NULL;
-    if (timeout < 1)
-        timeout = 1;
+    *statusp = 0;
     snprintf(url, sizeof url, "%s%s", e->endpoints[i], path);
     e->reply.len = 0;
     e->too_large = 0;
@@ -575,6 +596,44 @@ static enum outcome attempt(struct ac_etcd *e, size_t i, const char *path, const
                        e->endpoints[i], what);
         return OUT_UNKNOWN;
     }
+    *statusp = status;
+    return OUT_OK;
+}
+
+/* One request to endpoint i, through http.c or libcurl: its outcome, and
+ * on OUT_OK the reply object in *reply. */
+static enum outcome attempt(struct ac_etcd *e, size_t i, const char *path, const char *body,
+                            size_t len, int64_t deadline, json_t **reply, struct ac_err *err)
+{
+    int64_t left_ms = (deadline - ac_clock_mono_ns()) / 1000000;
+    long timeout = e->request_ms < left_ms ? e->request_ms : (long)left_ms;
+    long status = 0;
+    json_t *o;
+    int grpc;
+    const char *message;
+
+    *reply = NULL;
+    if (timeout < 1)
+        timeout = 1;
+    if (e->use_curl) {
+        enum outcome out = curl_transfer(e, i, path, body, len, timeout, &status, err);
+        if (out != OUT_OK)
+            return out;
+    } else {
+        switch (ac_etcd_raw_post(e, i, path, body, len, timeout, &status, err)) {
+        case AC_ETCD_TR_OK:
+            break;
+        case AC_ETCD_TR_NOT_SENT:
+            return OUT_NOT_SENT;
+        case AC_ETCD_TR_UNKNOWN:
+            return OUT_UNKNOWN;
+        case AC_ETCD_TR_INTERRUPTED:
+            ac_etcd_interrupted(err);
+            return OUT_FAIL;
+        default:
+            return OUT_FAIL;
+        }
+    }
     if (status >= 200 && status < 300) {
         struct ac_err perr = AC_ERR_INIT;
         o = ac_etcdw_parse(e->reply.data, e->reply.len, &perr);
@@ -622,24 +681,32 @@ static enum outcome attempt(struct ac_etcd *e, size_t i, const char *path, const
 
 /* ---- authentication ---- */
 
+/* libcurl's request headers follow the token (http.c writes its own). */
+static int refresh_headers(struct ac_etcd *e, struct ac_err *err)
+{
+    struct curl_slist *h;
+    if (!e->easy)
+        return 0;
+    h = ac_etcd_header_list(e);
+    if (!h)
+        return nomem(err);
+    ac_curl.slist_free_all(e->headers);
+    e->headers = h;
+    return 0;
+}
+
 static int authenticate(struct ac_etcd *e, int64_t deadline, struct ac_err *err)
 {
     json_t *req = NULL, *reply = NULL;
     const json_t *tok;
-    struct curl_slist *h;
     int rc = -1;
 
     /* No Authorization header on the authenticate request itself: etcd
      * refuses any request that carries a token it does not know. */
     free_secret(e->token);
     e->token = NULL;
-    h = ac_etcd_header_list(e);
-    if (!h) {
-        nomem(err);
+    if (refresh_headers(e, err) == -1)
         goto out;
-    }
-    ac_curl.slist_free_all(e->headers);
-    e->headers = h;
     req = json_pack("{s:s, s:s}", "name", e->username, "password", e->password);
     if (!req) {
         nomem(err);
@@ -660,13 +727,12 @@ static int authenticate(struct ac_etcd *e, int64_t deadline, struct ac_err *err)
         goto out;
     }
     e->token = strdup(json_string_value(tok));
-    h = e->token ? ac_etcd_header_list(e) : NULL;
-    if (!h) {
+    if (!e->token) {
         nomem(err);
         goto out;
     }
-    ac_curl.slist_free_all(e->headers);
-    e->headers = h;
+    if (refresh_headers(e, err) == -1)
+        goto out;
     rc = 0;
 out:
     if (req) {

@@ -293,8 +293,9 @@ struct ac_etcd_txn_res {
 };
 
 /* Run a transaction (all or nothing, one revision). A txn is a write: on an
- * unknown outcome it fails with ETCD_OUTCOME_UNKNOWN (see above). res is
- * filled on success (free with ac_etcd_txn_res_free). */
+ * unknown outcome it fails with ETCD_OUTCOME_UNKNOWN (see above); one whose
+ * branches only read (RANGE operations) is a read, retried like one. res
+ * is filled on success (free with ac_etcd_txn_res_free). */
 int ac_etcd_txn(struct ac_etcd *e, const struct ac_etcd_txn_req *req, struct ac_etcd_txn_res *res,
                 int64_t deadline, struct ac_err *err);
 void ac_etcd_txn_res_free(struct ac_etcd_txn_res *res);
@@ -442,6 +443,13 @@ int ac_etcd_watch_open(struct ac_etcd *e, const struct ac_etcd_watch_req *req,
 int ac_etcd_watch_next(struct ac_etcd_watch *w, int64_t deadline, struct ac_etcd_events *ev,
                        struct ac_err *err);
 void ac_etcd_events_free(struct ac_etcd_events *ev);
+
+/* ac_etcd_watch_next that also returns 2 (ev empty) when the caller's
+ * descriptor fd becomes readable first (polled beside the stream, never
+ * read; -1: none). While the watch reconnects, fd is not looked at: the
+ * reconnection's back-off is short and the next call sees it. */
+int ac_etcd_watch_next_fd(struct ac_etcd_watch *w, int64_t deadline, int fd,
+                          struct ac_etcd_events *ev, struct ac_err *err);
 
 /* The revision the watch resumes from (every event below it was delivered
  * or is in the buffer), the endpoint it is connected to (or was last),

@@ -28,7 +28,11 @@ struct ac_etcd {
     long op_ms;
     long probe_ms;
     size_t max_reply;
-    CURL *easy;                 /* unary requests: one kept-alive handle */
+    int use_curl;               /* unary requests through libcurl (TLS, or
+                                 * AGENT_CHAT_ETCD_TRANSPORT=curl); else http.c */
+    int raw_fd[AC_ETCD_MAX_ENDPOINTS];  /* http.c: a kept-alive socket per endpoint */
+    CURL *easy;                 /* unary requests: one kept-alive handle (NULL
+                                 * until libcurl is needed) */
     struct curl_slist *headers; /* rebuilt when the token changes */
     struct ac_buf reply;
     int too_large;
@@ -38,6 +42,26 @@ struct ac_etcd {
     int nwatches;
     char errbuf[CURL_ERROR_SIZE];
 };
+
+/* What one transfer came to (http.c). */
+enum ac_etcd_tr {
+    AC_ETCD_TR_OK,              /* *status and the body in e->reply */
+    AC_ETCD_TR_NOT_SENT,        /* nothing reached the member (err says why) */
+    AC_ETCD_TR_UNKNOWN,         /* sent, no usable answer */
+    AC_ETCD_TR_FAIL,            /* a local problem or a reply too large (err) */
+    AC_ETCD_TR_INTERRUPTED
+};
+
+/* POST body to `path` of endpoint i over the client's own HTTP/1.1
+ * transport (plain http only), within timeout_ms; the reply's body in
+ * e->reply. */
+enum ac_etcd_tr ac_etcd_raw_post(struct ac_etcd *e, size_t i, const char *path, const char *body,
+                                 size_t len, long timeout_ms, long *status, struct ac_err *err);
+/* Close the kept-alive socket of endpoint i (if any). */
+void ac_etcd_raw_close(struct ac_etcd *e, size_t i);
+
+/* Load libcurl and make the unary handle, once (TLS, watches). */
+int ac_etcd_need_curl(struct ac_etcd *e, struct ac_err *err);
 
 /* Flags of ac_etcd_call. */
 enum {

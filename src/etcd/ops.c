@@ -91,13 +91,28 @@ int ac_etcd_delete(struct ac_etcd *e, const struct ac_etcd_keys *keys, int64_t *
     return 0;
 }
 
+/* A transaction whose branches only read: a read for the failover rules
+ * (retried when its outcome is unknown; nothing to have been applied). */
+static int txn_reads_only(const struct ac_etcd_txn_req *req)
+{
+    size_t i;
+    for (i = 0; i < req->nsuccess; i++)
+        if (req->success[i].kind != AC_ETCD_OP_RANGE)
+            return 0;
+    for (i = 0; i < req->nfailure; i++)
+        if (req->failure[i].kind != AC_ETCD_OP_RANGE)
+            return 0;
+    return 1;
+}
+
 int ac_etcd_txn(struct ac_etcd *e, const struct ac_etcd_txn_req *req, struct ac_etcd_txn_res *res,
                 int64_t deadline, struct ac_err *err)
 {
     json_t *reply;
     int rc;
     memset(res, 0, sizeof *res);
-    if (call_consume(e, "/v3/kv/txn", ac_etcdw_txn_req(req, err), 0, deadline, &reply, err) == -1)
+    if (call_consume(e, "/v3/kv/txn", ac_etcdw_txn_req(req, err),
+                     txn_reads_only(req) ? AC_ETCD_F_READ : 0, deadline, &reply, err) == -1)
         return -1;
     rc = ac_etcdw_txn(reply, req, res, err);
     json_decref(reply);

@@ -58,6 +58,8 @@ struct ac_etcd_watch {
     int64_t compacted;
     unsigned reconnects;
     struct ac_err last;               /* why the last stream failed */
+    int extra_fd;                     /* the caller's descriptor, -1: none */
+    int extra_ready;                  /* it became readable */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -141,8 +143,15 @@ static int pump(struct ac_etcd_watch *w, long ms, struct ac_err *err)
 {
     int running = 0, left;
     CURLMsg *m;
-    if (ms > 0 && ac_curl.multi_poll(w->multi, NULL, 0, (int)ms, NULL) != CURLM_OK)
+    struct curl_waitfd extra;
+    extra.fd = w->extra_fd;
+    extra.events = CURL_WAIT_POLLIN;
+    extra.revents = 0;
+    if (ms > 0 && ac_curl.multi_poll(w->multi, w->extra_fd >= 0 ? &extra : NULL,
+                                     w->extra_fd >= 0 ? 1u : 0u, (int)ms, NULL) != CURLM_OK)
         return nomem(err);
+    if (extra.revents & CURL_WAIT_POLLIN)
+        w->extra_ready = 1;
     if (ac_curl.multi_perform(w->multi, &running) != CURLM_OK)
         return nomem(err);
     while ((m = ac_curl.multi_info_read(w->multi, &left)) != NULL) {
@@ -402,6 +411,8 @@ static int run(struct ac_etcd_watch *w, int64_t deadline, struct ac_etcd_events 
             continue;         /* a new stream, on the next member */
         if (want_created && w->created)
             return 0;
+        if (w->extra_ready)
+            return 2;
         if (w->ended && w->result == CURLE_OK && w->status == 200 && w->buf.len > 0 &&
             w->buf.data[w->buf.len - 1] != '\n') {
             /* The stream ended cleanly in the middle of a line: the server
@@ -459,10 +470,13 @@ int ac_etcd_watch_open(struct ac_etcd *e, const struct ac_etcd_watch_req *req,
         return ac_err_set(err, AC_EXIT_GENERAL, "ETCD_INVALID",
                           "etcd watch from a negative revision");
     deadline = ac_etcd_resolve_deadline(e, deadline);
+    if (ac_etcd_need_curl(e, err) == -1)      /* watches stream through libcurl */
+        return -1;
     w = calloc(1, sizeof *w);
     if (!w)
         return nomem(err);
     w->e = e;
+    w->extra_fd = -1;
     e->nwatches++;
     klen = req->keys.key_len ? req->keys.key_len : strlen(req->keys.key);
     if (req->keys.end)
@@ -502,15 +516,25 @@ fail:
     return -1;
 }
 
-int ac_etcd_watch_next(struct ac_etcd_watch *w, int64_t deadline, struct ac_etcd_events *ev,
-                       struct ac_err *err)
+int ac_etcd_watch_next_fd(struct ac_etcd_watch *w, int64_t deadline, int fd,
+                          struct ac_etcd_events *ev, struct ac_err *err)
 {
     int r;
     memset(ev, 0, sizeof *ev);
+    w->extra_fd = fd;
+    w->extra_ready = 0;
     r = run(w, ac_etcd_resolve_deadline(w->e, deadline), ev, 0, err);
+    w->extra_fd = -1;
+    w->extra_ready = 0;
     if (r == -1)
         ac_etcd_scrub(w->e, err);
     return r;
+}
+
+int ac_etcd_watch_next(struct ac_etcd_watch *w, int64_t deadline, struct ac_etcd_events *ev,
+                       struct ac_err *err)
+{
+    return ac_etcd_watch_next_fd(w, deadline, -1, ev, err);
 }
 
 int64_t ac_etcd_watch_revision(const struct ac_etcd_watch *w)

@@ -231,7 +231,7 @@ static int pending_add(struct ac_pending *p, int family, const char *name, size_
         a[alen] = '\0';
     }
     c = &p->changes[p->nchanges++];
-    *c = (struct ac_change){ family, n, b, b ? blen : 0, a, a ? alen : 0, 0 };
+    *c = (struct ac_change){ family, n, b, b ? blen : 0, a, a ? alen : 0, 0, 0 };
     return 0;
 }
 
@@ -372,7 +372,7 @@ static int lease_claim_payload(struct reader *r, const json_t *v, const char *na
     memcpy(cname, name, nlen);
     cname[nlen] = '\0';
     c = (struct ac_change){ AC_CLAIMS, cname, after ? NULL : *bytes, after ? 0 : *len,
-                            after ? *bytes : NULL, after ? *len : 0, 0 };
+                            after ? *bytes : NULL, after ? *len : 0, 0, 0 };
     return check_record(r, &c, after, err);
 }
 

@@ -939,6 +939,51 @@ static void fs_sweep(struct ac_chan *base, int family)
     }
 }
 
+/* ---- copying a channel (store.h msg_put) ---- */
+
+/* A message file's name: "<digits>-<rest>.md", no '/', its seq. */
+static int put_name_seq(const char *name, uint64_t *seq)
+{
+    size_t n = strspn(name, "0123456789"), len = strlen(name);
+    if (n == 0 || name[n] != '-' || len < n + 4 || strcmp(name + len - 3, ".md") != 0 ||
+        strchr(name, '/') || ac_seq_parse(name, n, seq) == -1 || *seq == 0)
+        return -1;
+    return 0;
+}
+
+static int fs_msg_put(struct ac_chan *base, const char *name, const char *data, size_t len,
+                      struct ac_err *err)
+{
+    int fd = fs_chan(base)->fd, rc = -1;
+    struct ac_seqlock lk;
+    struct ac_listing l;
+    uint64_t seq;
+
+    if (put_name_seq(name, &seq) == -1)
+        return ac_err_sys(err, EINVAL, NULL, "could not copy message %s", name);
+    if (ac_seqlock_acquire(fd, &lk, err) == -1)
+        return -1;
+    /* one file per seq: the seq must be free */
+    if (ac_scan_list(fd, (int64_t)seq - 1, 0, &l, err) == -1)
+        goto out;
+    if (l.n > 0 && l.v[0].seq == seq) {
+        ac_listing_free(&l);
+        ac_err_sys(err, EEXIST, NULL, "could not copy message %s: seq %" PRIu64 " is taken", name, seq);
+        goto out;
+    }
+    ac_listing_free(&l);
+    if (ac_seq_high_raise(fd, seq, &lk) == -1 ||
+        ac_write_atomic_gated(fd, name, data, len, 0644, AC_ATOMIC_NOREPLACE, "post.message",
+                              ac_seqlock_gate, &lk) == -1) {
+        ac_err_sys(err, errno, NULL, "could not copy message %s", name);
+        goto out;
+    }
+    rc = 0;
+out:
+    ac_seqlock_release(&lk);
+    return rc;
+}
+
 static const struct ac_store_ops fs_ops = {
     AC_STORE_VERSION,
     "fs",
@@ -979,6 +1024,7 @@ static const struct ac_store_ops fs_ops = {
     fs_chan_hidden,
     fs_chan_open_hidden,
     fs_watch_wait_fd,
+    fs_msg_put,
     fs_watch_wait_many,
     fs_watch_add,
 };

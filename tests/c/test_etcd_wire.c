@@ -501,17 +501,29 @@ static int curl_mapped(void)
     return found;
 }
 
-/* libcurl is loaded by the first client, not by the program that links
- * the client. */
+/* libcurl is loaded by the first client that needs it (TLS, a watch, or
+ * AGENT_CHAT_ETCD_TRANSPORT=curl), not by the program that links the
+ * client, nor by a plain-http client's unary requests (http.c). */
 static void test_lazy_curl(void)
 {
     struct ac_etcd_config cfg = AC_ETCD_CONFIG_INIT;
     struct ac_err err = AC_ERR_INIT;
+    struct ac_etcd_range_req rq = { .keys = AC_ETCD_KEY("k") };
+    struct ac_etcd_range_res rs;
     struct ac_etcd *e;
     TAP_INT_EQ(curl_mapped(), 0, "libcurl is not loaded before a client opens");
     cfg.endpoints = "127.0.0.1:1";
+    cfg.op_timeout_ms = 50;
     e = ac_etcd_open(&cfg, &err);
     TAP_OK(e != NULL, "a client opens");
+    TAP_OK(ac_etcd_range(e, &rq, &rs, 0, &err) == -1 && strcmp(err.code, "ETCD_UNAVAILABLE") == 0,
+           "... tries a plain-http request (refused)");
+    TAP_INT_EQ(curl_mapped(), 0, "... without loading libcurl (its own HTTP/1.1 transport)");
+    ac_etcd_close(e);
+    setenv("AGENT_CHAT_ETCD_TRANSPORT", "curl", 1);
+    e = ac_etcd_open(&cfg, &err);
+    unsetenv("AGENT_CHAT_ETCD_TRANSPORT");
+    TAP_OK(e != NULL, "a client for libcurl's transport opens");
     TAP_INT_EQ(curl_mapped(), 1, "... and loads libcurl");
     ac_etcd_close(e);
 }

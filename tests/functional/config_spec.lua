@@ -78,6 +78,12 @@ describe("no config files", function()
       "workflows.path  (none)" .. string.rep(" ", #w.root - 6) .. "  default",
       "hooks.kinds     (all)" .. string.rep(" ", #w.root - 5) .. "  default",
       "hooks.stop      notify" .. string.rep(" ", #w.root - 6) .. "  default",
+      "store           (the root folder)" .. string.rep(" ", #w.root - 17) .. "  default",
+      "etcd.user       (unset)" .. string.rep(" ", #w.root - 7) .. "  default",
+      "etcd.password   (unset)" .. string.rep(" ", #w.root - 7) .. "  default",
+      "etcd.ca         (unset)" .. string.rep(" ", #w.root - 7) .. "  default",
+      "etcd.cert       (unset)" .. string.rep(" ", #w.root - 7) .. "  default",
+      "etcd.key        (unset)" .. string.rep(" ", #w.root - 7) .. "  default",
     }, "\n") .. "\n", r.stdout)
     assert.equal("", r.stderr)
   end)
@@ -370,7 +376,7 @@ describe("broken config files", function()
 
   local CASES = {
     { "idenity:\n  name: a\n", "line 1, column 1: unknown key 'idenity' (known keys: identity, root, channels, "
-      .. "wait, state, workflows, hooks)" },
+      .. "wait, state, workflows, hooks, store, etcd)" },
     { "wait:\n  intervall: 3\n", "line 2, column 3: unknown key 'wait.intervall' (known keys: wait.interval)" },
     { "wait:\n  interval: fast\n", "line 2, column 3: wait.interval must be a positive number of seconds "
       .. "(got a string)" },
@@ -453,5 +459,62 @@ describe("broken config files", function()
     ok(w, { "channels" }, { AGENT_CHAT_ROOT = w.root })
     ok(w, { "--root", w.root, "peek", "dev" })
     failed_with(run(w, { "--root", w.root, "wait", "dev", "--as", "bob", "--timeout", "0" }), bad)
+  end)
+end)
+
+describe("the store settings (docs/etcd.md)", function()
+  it("shows the store with its source and never the etcd password", function()
+    local w = world()
+    write_user(w, "store: etcd://10.0.0.1:2379/team\netcd:\n  user: agent\n  password: pa55-w0rd-secret\n"
+      .. "  ca: ca.crt\n")
+    local r = ok(w, { "config" })
+    assert.truthy(r.stdout:find("\nstore +etcd://10%.0%.0%.1:2379/team +" .. w.user:gsub("%p", "%%%0") .. ":1\n"),
+      F.describe(r))
+    assert.truthy(r.stdout:find("\netcd.password +%*%*%* +"), F.describe(r))
+    assert.truthy(r.stdout:find("\netcd.ca +" .. (w.user_dir .. "/ca.crt"):gsub("%p", "%%%0")), F.describe(r))
+    r = ok(w, { "config", "--json" })
+    assert.falsy(r.stdout:find("pa55", 1, true), F.describe(r))
+    assert.truthy(r.stdout:find('"value": "***"', 1, true), F.describe(r))
+    r = ok(w, { "config" }, { AGENT_CHAT_ETCD_PASSWORD = "env-secret", AGENT_CHAT_STORE = "etcd://h:1/x" })
+    assert.falsy(r.stdout:find("secret", 1, true), F.describe(r))
+    assert.truthy(r.stdout:find("\nstore +etcd://h:1/x +%$AGENT_CHAT_STORE\n"), F.describe(r))
+  end)
+
+  it("never shows a store URL that carries credentials", function()
+    local w = world()
+    write_user(w, "store: etcd://bob:hunter2@10.0.0.1:2379/team\n")
+    local r = run(w, { "channels" })
+    assert.equal(1, r.code, F.describe(r))
+    assert.falsy(r.stderr:find("hunter2", 1, true), F.describe(r))
+    assert.truthy(r.stderr:find("must not carry credentials", 1, true), F.describe(r))
+    local w2 = world()
+    r = ok(w2, { "config" }, { AGENT_CHAT_STORE = "etcd://bob:hunter2@h:1/x" })
+    assert.falsy(r.stdout:find("hunter2", 1, true), F.describe(r))
+    r = ok(w2, { "config", "--json" }, { AGENT_CHAT_STORE = "etcd://bob:hunter2@h:1/x" })
+    assert.falsy(r.stdout:find("hunter2", 1, true), F.describe(r))
+    r = run(w2, { "channels" }, { AGENT_CHAT_STORE = "etcd://bob:hunter2@h:1/x" })
+    assert.equal(1, r.code, F.describe(r))
+    assert.falsy(r.stderr:find("hunter2", 1, true), F.describe(r))
+  end)
+
+  it("refuses a store that is not an etcd URL", function()
+    local w = world()
+    write_root(w, "store: /some/folder\n")
+    failed_with(run(w, { "channels" }), "agent-chat: CONFIG_INVALID: " .. w.root_cfg
+      .. ": line 1, column 1: store must be an etcd://HOST:PORT[,HOST:PORT...]/PREFIX URL (got '/some/folder')")
+    local r = run(w, { "--store", "/some/folder", "channels" })
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("^agent%-chat: STORE_INVALID: "), F.describe(r))
+  end)
+
+  it("a broken config file stops a command only when it names a store", function()
+    local w = world()
+    with_channel(w)
+    write_root(w, "store: [\n")
+    local r = run(w, { "--root", w.root, "peek", "dev" })
+    assert.equal(1, r.code, F.describe(r))
+    assert.truthy(r.stderr:find("^agent%-chat: CONFIG_INVALID: "), F.describe(r))
+    write_root(w, "wait: [\n")
+    ok(w, { "--root", w.root, "peek", "dev" })
   end)
 end)

@@ -67,6 +67,7 @@ function F.absolute(dir)
   f:close()
   return out
 end
+F.cwd = abspath("x"):match("^(.*)/x$")
 F.bin = stable_copy(F.source_bin)
 F.sh = H.sh
 F.read = H.read
@@ -120,11 +121,44 @@ local function env_words(vars)
   return table.concat(unset, " ") .. " " .. table.concat(set, " ")
 end
 
-local function base_env(opts)
+-- `tests/run-one etcd-spec:FILE` runs a folder spec with every command on an
+-- etcd store (AGENT_CHAT_TEST_ON_ETCD=1 under tests/etcd/with-cluster): the
+-- store of a root is a key prefix of its own, as each root is a folder of
+-- its own. Only specs that look at outputs alone can pass that way.
+local on_etcd = os.getenv("AGENT_CHAT_TEST_ON_ETCD") == "1" and os.getenv("AGENT_CHAT_TEST_ETCD_ENDPOINTS")
+F.on_etcd = on_etcd and true or false
+
+local function store_of(root)
+  if not on_etcd or not root then
+    return false
+  end
+  if root:sub(1, 1) ~= "/" then
+    root = F.cwd .. "/" .. root
+  end
+  return "etcd://" .. on_etcd:gsub("https?://", "") .. "/fs/"
+    .. require("agentchat.sys").sha256(root):sub(1, 24)
+end
+
+-- The --root of an argv (before the command).
+local function root_of(argv)
+  for i, w in ipairs(argv) do
+    if w == "--root" then
+      return argv[i + 1]
+    elseif w:sub(1, 7) == "--root=" then
+      return w:sub(8)
+    elseif w:sub(1, 1) ~= "-" then
+      return nil
+    end
+  end
+end
+
+local function base_env(opts, argv)
   local vars = {
     LC_ALL = "C",
     HOME = F.home,
     AGENT_CHAT_TEST_FSYNC = "0",
+    AGENT_CHAT_STORE = store_of((argv and root_of(argv)) or opts.root
+      or (opts.env and opts.env.AGENT_CHAT_ROOT) or nil),
     AGENT_CHAT_ROOT = false,
     AGENT_CHAT_DEBUG = false,
     AGENT_CHAT_NAME = false,
@@ -154,7 +188,7 @@ function F.run(argv, opts)
   end
   local cmd = string.format("%s env %s %s %s <%s >%s 2>%s",
     opts.cwd and ("cd " .. H.sh(opts.cwd) .. " &&") or "",
-    env_words(base_env(opts)), H.sh(F.bin), table.concat(words, " "),
+    env_words(base_env(opts, argv)), H.sh(F.bin), table.concat(words, " "),
     H.sh(stdin), H.sh(dir .. "/out"), H.sh(dir .. "/err"))
   local ok, how, code = os.execute(cmd)
   if how == "signal" then

@@ -301,17 +301,15 @@ local IGNORED_STRINGS = { DEFAULT_LEASE = true, DEPENDS_ON = true }
 
 --- Every "CODE_LIKE" string literal of the sources, code -> first file.
 --- A C file the Makefile does not build (work in progress on its way in)
---- is not part of the binary, so its codes are not the API's yet. Nor is
---- the etcd client (src/etcd/): it is built for its tests but not linked
---- into agent-chat until the etcd store lands; its ETCD_* codes join the
---- Error codes table then.
+--- is not part of the binary, so its codes are not the API's yet. The etcd
+--- client and store (src/etcd/) are linked into agent-chat: their ETCD_*
+--- codes are the API's.
 local function source_codes()
   local out = {}
   local makefile = H.read(H.repo .. "/Makefile") or ""
   local p = io.popen("cd " .. H.sh(H.repo) .. " && find src include lua/agentchat -name '*.[ch]' -o -name '*.lua'")
   for path in p:lines() do
-    local built = (not path:match("^src/.*%.c$") or makefile:find(path, 1, true) ~= nil)
-      and not path:match("^src/etcd/")
+    local built = not path:match("^src/.*%.c$") or makefile:find(path, 1, true) ~= nil
     local text = built and H.read(H.repo .. "/" .. path) or ""
     for s in text:gmatch('"([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])"') do
       if not IGNORED_STRINGS[s] and not s:match("^AGENT_CHAT_") and not s:match("^XDG_")
@@ -333,6 +331,8 @@ end
 -- Codes the sources use that are not failure codes of the API.
 local NOT_API_CODES = {
   ENOTSUP = "agentchat.readline (internal) without readline",
+  EQUAL = "an etcd compare result on the wire (src/etcd/wire.c)",
+  NOT_EQUAL = "an etcd compare result on the wire (src/etcd/wire.c)",
   ERROR = "errors.raise's default when a failure had no code",
 }
 
@@ -535,6 +535,15 @@ describe("every documented function", function()
     assert.equal(".", ac.normalize_path(""))
     assert.equal("r/x", ac.join_path("r", "x"))
     assert.equal("x/y", ac.resolve_root("x//y/"))
+    assert.is_false(ac.resolve_store("x"))
+    local spec, sopts = ac.resolve_store("x", "etcd://127.0.0.1:1/p")
+    assert.equal("etcd://127.0.0.1:1/p", spec)
+    assert.equal("table", type(sopts))
+    fails("ac.resolve_store", "STORE_INVALID", ac.resolve_store("x", "/a/folder"))
+    local eroot = assert(ac.open("etcd://127.0.0.1:1/p"))
+    assert.equal("etcd://127.0.0.1:1/p", eroot.path)
+    assert.is_string(eroot.dir)
+    eroot:close()
     assert.equal("body\n", ac.body_of("---\nfrom: a\n---\nbody\n"))
     assert.equal("plain", ac.body_of("plain"))
     local meta = ac.parse_meta('{"channel": "c", "members": ["a"], "topic": "t", "created": "x"}')
@@ -766,6 +775,24 @@ describe("every documented function", function()
     assert.equal("FSCK_SEQHIGH_BEHIND", report.repaired[1].code)
     assert.equal(0, report.counts.repairable)
     fails("root.fsck", "CHANNEL_NOT_FOUND", root:fsck{ channels = { "gone" } })
+
+    -- copies between stores (docs/etcd.md "Migration")
+    local out = root.path .. "-export"
+    local reports = assert(root:export(out, { channels = { "dev" } }))
+    assert.equal("dev", reports[1].channel)
+    assert.is_true(reports[1].messages > 0)
+    fails("root.export", "CHANNEL_EXISTS", root:export(out, { channels = { "dev" } }))
+    local other = assert(ac.open(root.path .. "-import"))
+    reports = assert(other:import_folder(out))
+    assert.equal("dev", reports[1].channel)
+    fails("root.import_folder", "IMPORT_INVALID_FOLDER", other:import_folder(root.path .. "-none"))
+    other:close()
+    local st1, st2 = assert(store.open(out)), assert(store.open(root.path .. "-copy"))
+    local rep = assert(store.copy(st1, st2, "dev"))
+    assert.equal(reports[1].messages, rep.messages)
+    fails("store.copy", "CHANNEL_EXISTS", store.copy(st1, st2, "dev"))
+    st1:close()
+    st2:close()
   end)
 
   it("Channel: events, and agentchat.events", function()
@@ -1250,7 +1277,14 @@ describe("every documented function", function()
     local meta = assert(store.meta_compose("raw", { "a" }, "t", "2026-01-01T00:00:00+00:00"))
     assert.same({ "a" }, store.parse_meta(meta).members)
 
+    assert.is_true(store.is_etcd("etcd://h:1/p"))
+    assert.is_false(store.is_etcd(dir))
+    local est = assert(store.open("etcd://127.0.0.1:1/p?timeout=1", { username = "u", password = "pw" }))
+    assert.equal("etcd", est:kind())
+    est:close()
+    fails("store.open", "ETCD_CONFIG", store.open("etcd://127.0.0.1:1"))
     st = assert(store.open(dir .. "/raw"))
+    assert.equal("fs", st:kind())
     assert.equal(dir .. "/raw", st:root())
     assert.same({}, assert(st:channels()))
     assert.is_true(st:create("raw", meta))

@@ -60,7 +60,9 @@ describe("cli.parse", function()
       end
       for _, rest in ipairs(lists) do
         for _, lead in ipairs({ {}, { "--root", "r" }, { "--root=r" }, { "--root=" }, { "--root", "-r" },
-                                 { "--ro", "r" }, { "--root", "a", "--root=b" }, { "--version" } }) do
+                                 { "--ro", "r" }, { "--root", "a", "--root=b" }, { "--version" },
+                                 { "--store", "etcd://h:1/p" }, { "--store=etcd://h:1/p", "--root", "r" },
+                                 { "--store", "-s" }, { "--store", "a", "--store=b" } }) do
           local argv = table.move(lead, 1, #lead, 1, {})
           argv[#argv + 1] = name
           table.move(rest, 1, #rest, #argv + 1, argv)

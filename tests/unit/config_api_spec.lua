@@ -42,7 +42,10 @@ describe("config.load", function()
     assert.equal("notify", cfg.stop_hook)
     assert.same({ root = "default", name = "default", channels = "default", interval = "default",
                   template = "default", workflows = "default", hook_kinds = "default",
-                  stop_hook = "default" }, cfg.sources)
+                  stop_hook = "default", store = "default", etcd_user = "default",
+                  etcd_password = "default", etcd_ca = "default", etcd_cert = "default",
+                  etcd_key = "default" }, cfg.sources)
+    assert.is_nil(cfg.store)
     assert.same({ path = w.user, status = "absent" }, cfg.files.user)
     assert.same({ path = w.root_cfg, status = "absent" }, cfg.files.root)
     assert.same({}, cfg.errors)

@@ -5,7 +5,7 @@
 --
 --   ch:lock(paths, {as=, lease=300})        -- record of the new lock
 --   ch:check(paths [, {as=}])               -- overlapping locks ({} = available)
---   ch:unlock(target, {as=})                -- the removed record
+--   ch:unlock(target, {as=, generation=})   -- the removed record
 --   ch:recover_lock(target, {as=, reason=, lease=300})  -- the new record
 --   ch:recover_pending_locks{as=, resolve=nil|"rollback"|"published"}
 --                                           -- {outcome="none"|"rolled_back"|"completed", ...}
@@ -20,7 +20,10 @@
 -- `ttl`. A record is {lock_id, channel, owner, expires_at, locked_at,
 -- updated_at, previous_owner, previous_expires_at, recovery_reason (nil
 -- when null), paths = {{display_path, kind, normalized_path}, ...},
--- expired}. Failures return nil, message, code (PATH_LOCK_*) and the exit
+-- expired, generation}: `generation` is the holder's fencing token on a
+-- store that keeps one (etcd: the revision that granted the lock;
+-- docs/etcd.md), and unlock's `generation` refuses (PATH_LOCK_FENCED) unless
+-- the lock still has it. Failures return nil, message, code (PATH_LOCK_*) and the exit
 -- code 1; misuse raises.
 local A = {}
 
@@ -94,7 +97,11 @@ function A.install(Channel, M)
     if type(target) ~= "string" then
       error("unlock expects a lock id or a path", 2)
     end
-    return pl().unlock(self:handle(), target, owner_of(opts, "unlock", true))
+    local owner = owner_of(opts, "unlock", true)
+    if opts.generation ~= nil and math.type(opts.generation) ~= "integer" then
+      error("unlock: generation must be an integer", 2)
+    end
+    return pl().unlock(self:handle(), target, owner, opts.generation)
   end
 
   function Channel:recover_lock(target, opts)

@@ -7,13 +7,17 @@
 --   ch:task_update(id, {as=, title=, owner=, clear_owner=, depends_on=,
 --                  files_hint=, acceptance=, branch=, clear_branch=, status=})
 --   ch:claim(id, {as=, lease=300})               -- take the lease
---   ch:renew(id, {as=, lease=300})
---   ch:release(id, {as=}) / ch:done(id, {as=}) / ch:block(id, {as=})
+--   ch:renew(id, {as=, lease=300, generation=})
+--   ch:release(id, {as=, generation=}) / ch:done(id, {as=, generation=}) / ch:block(id, {as=})
 --   ch:recover(id, {as=, reason=, lease=300})    -- take over an expired lease
 --   ch:recover_pending_lease{as=, resolve=nil|"rollback"|"published"}
 --
 -- Records are tables with the twelve fields of docs/format.md 3.5 (JSON null
--- fields are nil). Failures return nil, message, code (TASK_*, LEASE_*).
+-- fields are nil); ch:task and the lease methods add `generation`, the
+-- fencing generation of the task's lease, on a store that keeps one (etcd:
+-- the revision that granted it; docs/etcd.md). `generation` given to renew,
+-- release or done: the lease must still be that one (LEASE_FENCED).
+-- Failures return nil, message, code (TASK_*, LEASE_*).
 local A = {}
 
 local function tasks()
@@ -54,7 +58,11 @@ function A.install(Channel, _)
   for _, op in ipairs({ "claim", "renew", "release", "done", "block", "recover" }) do
     Channel[op] = function(self, id, opts)
       need_as(opts, op)
-      return tasks().lease(self:handle(), op, id, opts.as, opts.lease or 300.0, opts.reason)
+      if opts.generation ~= nil and math.type(opts.generation) ~= "integer" then
+        error(op .. ": generation must be an integer", 2)
+      end
+      return tasks().lease(self:handle(), op, id, opts.as, opts.lease or 300.0, opts.reason,
+        opts.generation)
     end
   end
 

@@ -16,7 +16,16 @@ local py = require("agentchat.lazy")("agentchat.pycompat")
 local M = {}
 
 local function shown(field, value)
-  if field == "channels" then
+  if field == "store" then
+    if value and value:match("^etcd://[^/?]*@") then
+      return "(refused: credentials in the URL)"     -- never printed
+    end
+    return value or "(the root folder)"
+  elseif field == "etcd_password" then
+    return value and "***" or "(unset)"      -- a secret is never printed
+  elseif field:sub(1, 5) == "etcd_" then
+    return value or "(unset)"
+  elseif field == "channels" then
     return #value > 0 and table.concat(value, ", ") or "(all)"
   elseif field == "workflows" then
     return #value > 0 and table.concat(value, ", ") or "(none)"
@@ -53,6 +62,9 @@ local function cmd_config(args, ctx)
     local settings = {}
     for _, s in ipairs(config.SETTINGS) do
       local v = cfg[s.field]
+      if v ~= nil and (s.secret or (s.field == "store" and v:match("^etcd://[^/?]*@"))) then
+        v = "***"
+      end
       settings[s.key] = { value = v == nil and json.null or v, source = cfg.sources[s.field] }
     end
     local files = {}
@@ -81,7 +93,7 @@ end
 function M.register(sub)
   sub:parser("config", {
     description = "Show the effective settings (root, identity.name, channels, wait.interval, "
-      .. "state.template, workflows.path, hooks.kinds, hooks.stop), each with where it comes from: a flag, "
+      .. "state.template, workflows.path, hooks.kinds, hooks.stop, store, etcd.*), each with where it comes from: a flag, "
       .. "the environment, "
       .. "the root config (<root>/agent-chat.yaml), the user config "
       .. "($XDG_CONFIG_HOME/agent-chat/config.yaml) or the default. See docs/config.md.",

@@ -1,6 +1,7 @@
 -- agentchat.commands.import: `import team DIR --into CH`, `import bus DIR
--- --into CH` (docs/import.md) and `import claude-team DIR|TEAM --into CH`
--- (docs/claude-teams.md).
+-- --into CH` (docs/import.md), `import claude-team DIR|TEAM --into CH`
+-- (docs/claude-teams.md) and `import folder DIR [CHANNEL...]` (a folder
+-- root's channels into the root's store: docs/etcd.md).
 --
 -- The folder is read and checked completely before anything is written:
 -- a missing, unreadable or malformed file, a folder whose every line is
@@ -117,6 +118,25 @@ local function options(p, what, metavar)
   p:option{ "--strict", action = "store_true", help = "import nothing when a line is malformed (exit 1)" }
 end
 
+-- `import folder DIR [CHANNEL...]`: a folder root's channels copied into
+-- the root's store (an etcd store; docs/etcd.md "Migration").
+local function run_folder(args, ctx)
+  local root, rc = open.root(args, ctx)
+  if not root then
+    return rc
+  end
+  local names = #args.channels > 0 and args.channels or nil
+  local reports, msg, code, exit, partial = root:import_folder(args.dir, { channels = names })
+  local export = require "agentchat.commands.export"
+  local dir = ac.normalize_path(args.dir)
+  local n = export.report(ctx, reports, function(rep)
+    return string.format("imported '%s' from %s into %s: %s", rep.channel, ac.join_path(dir, rep.channel),
+      ac.join_path(root.path, rep.channel), export.counts(rep))
+  end, msg, code, exit, partial)
+  root:close()
+  return n
+end
+
 function M.register(sub)
   sub:parser("import", {
     description = "Import another tool's mailbox folder into a channel, idempotently (docs/import.md).",
@@ -140,6 +160,12 @@ function M.register(sub)
         p:set_defaults{ handler = function(args, ctx)
           return run("claude-team", args, ctx)
         end }
+      end })
+      is:parser("folder", { help = "an agent-chat folder root (what export writes): its channels, "
+          .. "into the root's store", build = function(p)
+        p:positional{ "dir", metavar = "DIR", help = "the folder root" }
+        p:positional{ "channels", nargs = "*", metavar = "CHANNEL", help = "channels to import (default: all)" }
+        p:set_defaults{ handler = run_folder }
       end })
     end })
 end

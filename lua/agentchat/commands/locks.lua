@@ -51,7 +51,9 @@ local function cmd_check(args, ctx)
   end
   local out = {}
   for i, rec in ipairs(hits) do
-    out[i] = string.format("locked %s owner=%s expires=%s\n", rec.lock_id, rec.owner, rec.expires_at)
+    -- generation: the holder's fencing token, on a store that keeps one (docs/etcd.md)
+    out[i] = string.format("locked %s owner=%s expires=%s%s\n", rec.lock_id, rec.owner, rec.expires_at,
+      rec.generation and (" generation=" .. rec.generation) or "")
   end
   ctx.out(table.concat(out))
   return 0
@@ -62,7 +64,7 @@ local function cmd_unlock(args, ctx)
   if not ch then
     return rc
   end
-  local rec, msg, code, exit = ch:unlock(args.target, { as = args.as })
+  local rec, msg, code, exit = ch:unlock(args.target, { as = args.as, generation = args.generation })
   if not rec then
     return ctx.fail(msg, code, exit)
   end
@@ -143,6 +145,9 @@ function M.register(sub)
       p:positional{ "channel", help = "channel name" }
       p:positional{ "target", help = "lock id, or a path of the lock" }
       owner_option(p, true, "lock owner (agent name)")
+      p:option{ "--generation", type = "int", metavar = "N",
+                help = "refuse (PATH_LOCK_FENCED) unless the lock still has this generation "
+                  .. "(check prints it on an etcd store)" }
       p:set_defaults{ handler = cmd_unlock }
     end })
 

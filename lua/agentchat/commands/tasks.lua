@@ -125,6 +125,10 @@ local function cmd_show(args, ctx)
     "branch: " .. dash(t.branch),
     "updated_at: " .. dash(t.updated_at),
   }, "\n") .. "\n")
+  if t.generation then
+    -- the lease's fencing generation (a store that keeps one: docs/etcd.md)
+    ctx.out("generation: " .. t.generation .. "\n")
+  end
   return 0
 end
 
@@ -195,7 +199,8 @@ local function cmd_lease(op)
       return rc
     end
     local t, msg, code, exit = ch[op](ch, args.task_id, { as = args.as, lease = args.lease_seconds,
-                                                          reason = args.reason })
+                                                          reason = args.reason,
+                                                          generation = args.generation })
     if not t then
       return ctx.fail(lease_hint(msg, code, args, op), code, exit)
     end
@@ -234,6 +239,14 @@ end
 local function lease_flags(p)
   p:option{ "--lease-seconds", "--lease", "--ttl", dest = "lease_seconds", type = "float",
             default = 300.0, help = "lease duration in seconds (default: 300)" }
+end
+
+-- The holder's fencing token (docs/etcd.md): refused unless the lease is
+-- still that one.
+local function generation_flag(p)
+  p:option{ "--generation", type = "int", metavar = "N",
+            help = "refuse (LEASE_FENCED) unless the lease still has this generation "
+              .. "(task show prints it on an etcd store)" }
 end
 
 local function list_flags(p)
@@ -287,6 +300,9 @@ function build_task(task)
       elseif name == "claim" or name == "renew" then
         actor(p)
         lease_flags(p)
+        if name == "renew" then
+          generation_flag(p)
+        end
       elseif name == "recover" then
         actor(p)
         p:option{ "--reason", required = true, help = "why the lease is taken over" }
@@ -297,6 +313,9 @@ function build_task(task)
                   help = "how to resolve an applied transaction" }
       elseif name ~= "list" and name ~= "show" then
         actor(p)
+        if name == "done" or name == "release" then
+          generation_flag(p)
+        end
       end
       p:set_defaults{ handler = HANDLERS[name] or cmd_lease(name) }
     end })
