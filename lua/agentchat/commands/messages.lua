@@ -148,8 +148,8 @@ function M.register(sub)
       .. "lock, an acked message, in this or another channel); on timeout it prints a resume token.",
     build = function(p)
       -- Required unless --resume (cmd_wait checks).
-      p:positional{ "channel", nargs = "?", help = "channel name" }
-      p:option{ "--as", dest = "as", help = "reader (agent name)" }
+      p:positional{ "channel", nargs = "?", help = "channel name (required unless --resume)" }
+      p:option{ "--as", dest = "as", help = "reader (agent name; required unless --resume)" }
       p:option{ "--timeout", type = "float", default = 900.0, help = "seconds to wait (default: 900)" }
       p:option{ "--interval", type = "float",
                 help = "rescan period in seconds where change notification is unavailable (default: 5)" }
