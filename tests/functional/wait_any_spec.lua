@@ -114,12 +114,9 @@ describe("wait --for", function()
     -- --kind message: the lock's audit message does not count as one.
     local job = start{ "dev", "--as", "bob", "--kind", "message", "--for", "message", "--for", "task:T1=done",
                        "--for", "lock:src/a.c=free", "--for", "other:message", "--timeout", "60" }
-    local function cpu()
-      return F.cpu_ticks(job.pid)
-    end
-    local before = cpu()
+    local before = F.cpu_ticks(job.pid)
     F.sleep(1.5)
-    local after = cpu()
+    local after = F.cpu_ticks(job.pid)
     ok("unlock", "dev", "src/a.c", "--as", "alice")
     woke(job, "lock:src/a.c=free")
     if not before or not after then

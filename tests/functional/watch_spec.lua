@@ -399,12 +399,9 @@ return {
     assert.truthy(eventually(function()
       return (F.read(log) or ""):find("start")
     end))
-    local function cpu()
-      return F.cpu_ticks(job.pid)
-    end
-    local before = cpu()
+    local before = F.cpu_ticks(job.pid)
     F.sleep(1.5)
-    local after = cpu()
+    local after = F.cpu_ticks(job.pid)
     job:signal("INT")
     assert.equal(130, job:finish().code)
     if not before then

@@ -75,14 +75,10 @@ local function cmd_wait(args, ctx)
   if not open.agent(ctx, args, "as", "--as") then
     return 2
   end
-  local ch <close>, rc = open_channel(args, ctx)
-  if not ch then
-    return rc
-  end
   -- No --interval: the config's wait.interval, else 5 (docs/config.md).
-  local interval, irc = open.interval(args, ctx)
-  if not interval then
-    return irc
+  local ch <close>, interval = open.waiting(args, ctx)
+  if not ch then
+    return interval
   end
   local out_ok = true
   local batch, msg, code, exit = ch:wait{

@@ -105,6 +105,22 @@ function M.interval(args, ctx)
   return interval
 end
 
+--- The channel of a blocking command (wait, status watch) and its rescan
+--- interval (M.interval): ch, interval; or nil and the exit code, the
+--- failure reported. `view` (default args) names the channel as M.channel.
+function M.waiting(args, ctx, view)
+  local ch, rc = M.channel(view or args, ctx)
+  if not ch then
+    return nil, rc
+  end
+  local interval, irc = M.interval(args, ctx)
+  if not interval then
+    ch:close()
+    return nil, irc
+  end
+  return ch, interval
+end
+
 function M.posted(ctx, channel, res)
   ctx.out(string.format("posted #%d -> %s/%s\n", res.seq, channel, res.file))
   if res.warning then

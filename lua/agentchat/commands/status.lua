@@ -76,13 +76,9 @@ end
 -- Each change as it is posted (ch:status_watch blocks without CPU in
 -- between).
 local function cmd_watch(args, ctx)
-  local ch <close>, rc = open.channel(args, ctx)
+  local ch <close>, interval = open.waiting(args, ctx)
   if not ch then
-    return rc
-  end
-  local interval, irc = open.interval(args, ctx)
-  if not interval then
-    return irc
+    return interval
   end
   local out_ok = true
   local n, msg, code, exit = ch:status_watch{

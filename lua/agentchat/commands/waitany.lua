@@ -100,13 +100,9 @@ function M.run(args, ctx)
       return ctx.fail(msg, code, exit)
     end
   end
-  local ch <close>, rc = open.channel(view, ctx)
+  local ch <close>, interval = open.waiting(args, ctx, view)
   if not ch then
-    return rc
-  end
-  local interval, irc = open.interval(args, ctx)
-  if not interval then
-    return irc
+    return interval
   end
   local out_ok = true
   local result, msg, code, exit, token = ch:wait_any{
