@@ -106,3 +106,17 @@ json_t *ac_meta_parse(const char *data, size_t len)
     json_error_t jerr;
     return json_loadb(data, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 }
+
+const char *ac_meta_problem(const char *data, size_t len)
+{
+    json_t *v = ac_meta_parse(data, len);
+    json_t *members = json_object_get(v, "members"), *topic = json_object_get(v, "topic");
+    size_t i;
+    int ok = json_is_object(v) && json_is_array(members) && (!topic || json_is_string(topic));
+    for (i = 0; ok && i < json_array_size(members); i++)
+        ok = json_is_string(json_array_get(members, i));
+    json_decref(v);
+    if (ok)
+        return NULL;
+    return v ? "is not an object with a list of string members and a string topic" : "is not valid JSON";
+}

@@ -11,7 +11,8 @@
  *   st:kind()                             -- "fs" | "etcd"
  *   st:channels()                         -- { "a", "b" }
  *   st:create(name, meta_json)            -- true
- *   local ch = st:channel(name)           -- userdata "agentchat.channel"
+ *   local ch = st:channel(name[, bare])    -- userdata "agentchat.channel"; bare:
+ *                                         -- even without its metadata (store.h)
  *   ch:post{from=, to=, title=, status=, body=, reply_to=,
  *           extra = {{key, value}, ...}, ts=}  -- seq, file name (and a warning
  *                                         when the message is visible but
@@ -29,6 +30,7 @@
  *   ch:message(seq)                       -- inbox table of message #seq
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
  *   ch:meta()                             -- raw _meta.json bytes
+ *   ch:bare()                             -- opened bare, its metadata missing
  *   ch:cursor(agent) / ch:set_cursor(agent, n)
  *   ch:advance_cursor(agent, n, expected)  -- true; the write of a read
  *                                         (ac_cursor_advance; expected may be nil)
@@ -440,6 +442,7 @@ static int store_channel(lua_State *L)
     struct l_store *s = check_store(L, 1);
     int nret;
     const char *name = channel_name_arg(L, 2, &nret);
+    int bare = lua_toboolean(L, 3);
     struct ac_err err = AC_ERR_INIT;
     struct l_chan *c;
     if (!name)
@@ -450,7 +453,8 @@ static int store_channel(lua_State *L)
     luaL_setmetatable(L, CHAN_MT);
     lua_pushvalue(L, 1);                /* keep the store alive */
     lua_setiuservalue(L, -2, 1);
-    if (ac_store_chan_open(s->st, name, &c->ch, &err) == -1)
+    if ((bare ? ac_store_chan_open_bare(s->st, name, &c->ch, &err)
+              : ac_store_chan_open(s->st, name, &c->ch, &err)) == -1)
         return ac_lua_fail_err(L, &err);
     c->owner = s;
     s->nchan++;
@@ -489,6 +493,13 @@ static int store_gc(lua_State *L)
 static int chan_name(lua_State *L)
 {
     lua_pushstring(L, check_chan(L, 1)->ch->name);
+    return 1;
+}
+
+/* ch:bare(): opened with st:channel(name, true) and its metadata missing. */
+static int chan_bare(lua_State *L)
+{
+    lua_pushboolean(L, check_chan(L, 1)->ch->bare);
     return 1;
 }
 
@@ -1240,7 +1251,8 @@ static const luaL_Reg store_methods[] = {
 };
 
 static const luaL_Reg chan_methods[] = {
-    { "name", chan_name }, { "meta", chan_meta }, { "post", chan_post },
+    { "name", chan_name }, { "meta", chan_meta }, { "bare", chan_bare },
+    { "post", chan_post },
     { "fetch", chan_fetch }, { "last", chan_last }, { "message", chan_message },
     { "summary", chan_summary }, { "cursor", chan_cursor }, { "set_cursor", chan_set_cursor },
     { "advance_cursor", chan_advance_cursor }, { "cursor_lock", chan_cursor_lock },

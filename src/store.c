@@ -77,6 +77,15 @@ int ac_store_chan_open_hidden(struct ac_store *st, const char *name, struct ac_c
     return st->ops->chan_open_hidden(st, name, out, err);
 }
 
+int ac_store_chan_open_bare(struct ac_store *st, const char *name, struct ac_chan **out,
+                            struct ac_err *err)
+{
+    if (!HAS(st, 2, chan_open_bare))
+        return ac_store_chan_open(st, name, out, err);
+    *out = NULL;
+    return st->ops->chan_open_bare(st, name, out, err);
+}
+
 int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta, size_t meta_len,
                          struct ac_err *err)
 {

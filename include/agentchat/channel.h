@@ -50,4 +50,9 @@ char *ac_meta_compose(const char *channel, const char *const *members,
  * caller decides what a non-object means) or NULL when it is not JSON. */
 json_t *ac_meta_parse(const char *data, size_t len);
 
+/* What fsck reports about _meta.json bytes (every backend's fsck): NULL
+ * when they are an object with a list of string members and a string
+ * topic (or none), else the problem as a phrase. */
+const char *ac_meta_problem(const char *data, size_t len);
+
 #endif

@@ -85,12 +85,13 @@
  *    advance), a notification wait that also wakes on a descriptor of
  *    the caller (watch_wait_fd: the bridge of docs/claude-teams.md waits
  *    for the channel and a host folder in one call), copying a message
- *    file between stores (msg_put), and one wait on several watches and
- *    one watch of several channels (watch_wait_many, watch_add: `wait
- *    --for`). Version 2 is not released yet: its last seven operations
- *    came with it, appended (mutex_keep, chan_hidden, chan_open_hidden,
- *    watch_wait_fd, msg_put, watch_wait_many, watch_add); a table may
- *    leave any of them NULL. */
+ *    file between stores (msg_put), opening a channel whose metadata is
+ *    missing (chan_open_bare), and one wait on several watches and one
+ *    watch of several channels (watch_wait_many, watch_add: `wait --for`).
+ *    Version 2 is not released yet: its last eight operations came with
+ *    it, appended (mutex_keep, chan_hidden, chan_open_hidden,
+ *    watch_wait_fd, msg_put, chan_open_bare, watch_wait_many, watch_add);
+ *    a table may leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -514,6 +515,15 @@ struct ac_store_ops {
      * a message file's. May be NULL (STORE_UNSUPPORTED). */
     int (*msg_put)(struct ac_chan *ch, const char *name, const char *data, size_t len,
                    struct ac_err *err);
+    /* Open channel `name` even when its metadata is missing: `state` and
+     * `compact` of a channel folder whose _meta.json went away read it as
+     * the Python tool does (empty topic and members). Such a channel takes
+     * no post (CHANNEL_NOT_FOUND, as before); everything else that state
+     * reads works. CHANNEL_NOT_FOUND when there is no channel by that
+     * name at all. May be NULL: chan_open (a store whose channels cannot
+     * exist without their metadata). */
+    int (*chan_open_bare)(struct ac_store *st, const char *name, struct ac_chan **out,
+                          struct ac_err *err);
     /* One wait on several watches of this store (a composite wait, `wait
      * --for`: the channels and acks it depends on, one deadline): 1 a
      * possible change of any of ws[0..n) (NULL entries are skipped: the
@@ -540,6 +550,7 @@ struct ac_store {
 struct ac_chan {
     struct ac_store *store;
     char *name;
+    int bare;                   /* opened by chan_open_bare, its metadata missing */
 };
 
 /* ---- backends ---- */
@@ -577,6 +588,8 @@ int ac_store_chan_create(struct ac_store *st, const char *name, const char *meta
 int ac_store_hidden_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err);
 int ac_store_chan_open_hidden(struct ac_store *st, const char *name, struct ac_chan **out,
                               struct ac_err *err);
+int ac_store_chan_open_bare(struct ac_store *st, const char *name, struct ac_chan **out,
+                            struct ac_err *err);
 void ac_chan_close(struct ac_chan *ch);
 
 int ac_chan_meta_read(struct ac_chan *ch, struct ac_file *out, struct ac_err *err);

@@ -252,12 +252,17 @@ local function wrap_channel(root, handle)
   return setmetatable({ root = root, name = handle:name(), _h = handle }, Channel)
 end
 
---- Open an existing channel.
-function Root:channel(name)
+--- Open an existing channel. opts.bare: also a channel folder whose
+--- _meta.json is missing (what `state` and `compact` read, as the Python
+--- tool does); such a channel takes no post.
+function Root:channel(name, opts)
   if type(name) ~= "string" then
     error("channel name must be a string", 2)
   end
-  local h, msg, code, exit = self._store:channel(name)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("channel options must be a table", 2)
+  end
+  local h, msg, code, exit = self._store:channel(name, opts ~= nil and opts.bare == true)
   if not h then
     return nil, msg, code, exit
   end

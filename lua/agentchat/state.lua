@@ -440,6 +440,12 @@ local AUDIT_JSON = { indent = 2, sort_keys = true, ensure_ascii = false }
 --- is false, post state.compacted from opts.actor (default "system") with
 --- the counts and last_seq of `data`, the state before that message.
 function M.write(ch, data, text, opts)
+  if opts.audit ~= false and ch:handle():bare() then
+    -- Its _meta.json is missing: the audit message could not be posted,
+    -- so write nothing rather than state.md alone.
+    return nil, "channel '" .. ch.name .. "' has no _meta.json: compact cannot post its state.compacted "
+      .. "message (run: init " .. ch.name .. ", or compact --no-audit)", "STATE_CHANNEL_NOT_FOUND", 1
+  end
   local ok, msg, code, exit = ch:handle():write_state(text)
   if not ok then
     return nil, msg, code, exit

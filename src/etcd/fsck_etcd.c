@@ -161,23 +161,13 @@ static void check_meta(struct check *c)
 {
     struct ac_file f;
     struct ac_err ignored = AC_ERR_INIT;
-    json_t *v, *members, *topic;
-    size_t i;
-    int ok;
+    const char *problem;
     if (ac_chan_meta_read(&c->ch->base, &f, &ignored) == -1)
         return;                 /* gone since the channel was opened */
-    v = ac_meta_parse(f.data, f.len);
+    problem = ac_meta_problem(f.data, f.len);
     ac_file_free(&f);
-    members = json_object_get(v, "members");
-    topic = json_object_get(v, "topic");
-    ok = json_is_object(v) && json_is_array(members) && (!topic || json_is_string(topic));
-    for (i = 0; ok && i < json_array_size(members); i++)
-        ok = json_is_string(json_array_get(members, i));
-    if (!ok)
-        add(c, "FSCK_BAD_META", AC_META_FILE, "%s",
-            v ? "is not an object with a list of string members and a string topic"
-              : "is not valid JSON");
-    json_decref(v);
+    if (problem)
+        add(c, "FSCK_BAD_META", AC_META_FILE, "%s", problem);
 }
 
 /* ---- messages and the counter ---- */

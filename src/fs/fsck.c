@@ -419,26 +419,17 @@ static void check_layout(struct fsck *f)
 static void check_meta(struct fsck *f)
 {
     char *data, why[128];
-    size_t len, i;
-    json_t *v, *members, *topic;
-    int ok;
+    size_t len;
+    const char *problem;
     if (ac_read_file_at(f->chfd, AC_META_FILE, AC_META_CAP, &data, &len) == -1) {
         if (errno != ELOOP && errno != EISDIR && errno != EINVAL)    /* layout says those */
             add(f, "FSCK_BAD_META", AC_META_FILE, "%s", read_problem(errno, why, sizeof why));
         return;
     }
-    v = ac_meta_parse(data, len);
+    problem = ac_meta_problem(data, len);
     free(data);
-    members = json_object_get(v, "members");
-    topic = json_object_get(v, "topic");
-    ok = json_is_object(v) && json_is_array(members) && (!topic || json_is_string(topic));
-    for (i = 0; ok && i < json_array_size(members); i++)
-        ok = json_is_string(json_array_get(members, i));
-    if (!ok)
-        add(f, "FSCK_BAD_META", AC_META_FILE, "%s",
-            v ? "is not an object with a list of string members and a string topic"
-              : "is not valid JSON");
-    json_decref(v);
+    if (problem)
+        add(f, "FSCK_BAD_META", AC_META_FILE, "%s", problem);
 }
 
 /* ---- messages and the high-water mark ---- */

@@ -181,13 +181,18 @@ static int not_found(struct ac_store *base, const char *name, struct ac_err *err
                       "channel '%s' not found under %s (run: init %s)", shown, base->root, shown);
 }
 
-/* Open channel `name`, or with `hidden` one that only fsck opens. */
-static int open_chan(struct ac_store *base, const char *name, int hidden, struct ac_chan **out,
-                     struct ac_err *err)
+/* Which channel directories open_chan opens: those with a regular
+ * _meta.json; those whose _meta.json is not one (fsck's hidden channels);
+ * or those with a regular one or none at all (chan_open_bare). */
+enum open_mode { OPEN_LISTED, OPEN_HIDDEN, OPEN_BARE };
+
+static int open_chan(struct ac_store *base, const char *name, enum open_mode mode,
+                     struct ac_chan **out, struct ac_err *err)
 {
     struct fs_store *st = (struct fs_store *)base;
     struct fs_chan *ch;
-    int rfd, fd;
+    struct stat sb;
+    int rfd, fd, bare = 0;
 
     if (ac_channel_name_check(name, err) == -1)
         return -1;
@@ -203,7 +208,10 @@ static int open_chan(struct ac_store *base, const char *name, int hidden, struct
             return not_found(base, name, err);
         return ac_err_sys(err, errno, NULL, "could not open channel %s", name);
     }
-    if (hidden ? !meta_hidden(fd) : !ac_is_regular_at(fd, AC_META_FILE)) {
+    if (mode == OPEN_BARE && fstatat(fd, AC_META_FILE, &sb, AT_SYMLINK_NOFOLLOW) == -1 &&
+        errno == ENOENT) {
+        bare = 1;
+    } else if (mode == OPEN_HIDDEN ? !meta_hidden(fd) : !ac_is_regular_at(fd, AC_META_FILE)) {
         close(fd);
         return not_found(base, name, err);
     }
@@ -215,6 +223,7 @@ static int open_chan(struct ac_store *base, const char *name, int hidden, struct
     }
     ch->base.store = base;
     ch->fd = fd;
+    ch->base.bare = bare;
     *out = &ch->base;
     return 0;
 }
@@ -222,13 +231,19 @@ static int open_chan(struct ac_store *base, const char *name, int hidden, struct
 static int fs_chan_open(struct ac_store *base, const char *name, struct ac_chan **out,
                         struct ac_err *err)
 {
-    return open_chan(base, name, 0, out, err);
+    return open_chan(base, name, OPEN_LISTED, out, err);
 }
 
 static int fs_chan_open_hidden(struct ac_store *base, const char *name, struct ac_chan **out,
                                struct ac_err *err)
 {
-    return open_chan(base, name, 1, out, err);
+    return open_chan(base, name, OPEN_HIDDEN, out, err);
+}
+
+static int fs_chan_open_bare(struct ac_store *base, const char *name, struct ac_chan **out,
+                             struct ac_err *err)
+{
+    return open_chan(base, name, OPEN_BARE, out, err);
 }
 
 static void fs_chan_close(struct ac_chan *base)
@@ -605,6 +620,8 @@ static int fs_msg_post(struct ac_chan *base, const struct ac_post_req *req,
     out->published = 0;
     copy.published = 0;
     copy.name[0] = '\0';
+    if (base->bare)                     /* no channel to post to: its metadata is missing */
+        return not_found(base->store, base->name, err);
     if (req->nextra > 0) {
         char why[512];
         if (ac_fm_extra_check(req->extra, req->nextra, why, sizeof why) == -1)
@@ -1025,6 +1042,7 @@ static const struct ac_store_ops fs_ops = {
     fs_chan_open_hidden,
     fs_watch_wait_fd,
     fs_msg_put,
+    fs_chan_open_bare,
     fs_watch_wait_many,
     fs_watch_add,
 };

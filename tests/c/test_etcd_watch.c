@@ -1,7 +1,8 @@
 /*
  * test_etcd_watch.c - etcd watches against a live 3-member cluster:
  * wake-up by a write of another process, replay from a revision, delete
- * events with the previous pair, a quiet deadline, compaction, and the
+ * events with the previous pair, a quiet deadline, the caller's own
+ * descriptor polled beside the stream, compaction, and the
  * resume rules: when the member a watch is connected to is SIGKILLed, or
  * SIGSTOPped (it keeps the TCP connection and never answers), the watch
  * goes on from another member and delivers every event exactly once, in
@@ -70,6 +71,45 @@ static void test_wakeup(void)
         printf("# r=%d %s %s\n", r, err.code ? err.code : "", err.msg);
     waitpid(pid, &status, 0);
     ac_etcd_watch_close(w);
+}
+
+/* The caller's descriptor beside the stream (the store's watch_wait_fd):
+ * a readable pipe ends the wait with 2 and no events, and is never read;
+ * a put still comes back as 1 with its event. */
+static void test_extra_fd(void)
+{
+    struct ac_etcd_watch_req wr = { .keys = AC_ETCD_PREFIX(t_key("fd/")) };
+    struct ac_etcd_watch *w;
+    struct ac_etcd_events ev;
+    struct ac_err err = AC_ERR_INIT;
+    int p[2], r;
+    char c;
+
+    if (pipe(p) == -1) {
+        TAP_OK(0, "pipe for the extra descriptor");
+        return;
+    }
+    TAP_OK(ac_etcd_watch_open(e, &wr, &w, 0, &err) == 0, "open a watch for the extra descriptor");
+    if (!w) {
+        close(p[0]);
+        close(p[1]);
+        return;
+    }
+    r = ac_etcd_watch_next_fd(w, ac_etcd_deadline_in(300), p[0], &ev, &err);
+    TAP_INT_EQ(r, 0, "a quiet descriptor and no put: 0 at the deadline");
+    TAP_OK(write(p[1], "x", 1) == 1, "make the descriptor readable");
+    r = ac_etcd_watch_next_fd(w, ac_etcd_deadline_in(30000), p[0], &ev, &err);
+    TAP_OK(r == 2 && ev.nevents == 0, "a readable descriptor ends the wait with 2 and no events");
+    TAP_OK(read(p[0], &c, 1) == 1 && c == 'x', "the byte is still there: the watch never read it");
+    put(e, t_key("fd/k"), "v", NULL);
+    r = ac_etcd_watch_next_fd(w, ac_etcd_deadline_in(30000), p[0], &ev, &err);
+    TAP_OK(r == 1 && ev.nevents == 1 && strcmp(ev.events[0].kv.value, "v") == 0,
+           "a put with the descriptor quiet: 1 and its event");
+    if (r == 1)
+        ac_etcd_events_free(&ev);
+    ac_etcd_watch_close(w);
+    close(p[0]);
+    close(p[1]);
 }
 
 static void test_history(void)
@@ -269,6 +309,7 @@ int main(int argc, char **argv)
     eps = t_etcd_cluster(argc, argv, 0);
     e = t_etcd_open(eps, NULL);
     test_wakeup();
+    test_extra_fd();
     test_history();
     test_compacted();
     test_resume("kill");

@@ -163,37 +163,4 @@ function E.fresh(opts, ...)
 end
 
 E.F = F
---- Run `steps` on a folder and on etcd (E.both) and assert that each step
---- printed the same and exited the same; the steps whose index is in `ok`
---- must succeed (the comparison is about work done, not only errors).
-function E.check_same(steps, ok)
-  local folder, etcd = E.both(steps)
-  for _, i in ipairs(ok or {}) do
-    assert.equal(0, folder[i].code, "step " .. i .. " (" .. folder[i].argv .. ") failed on the folder: "
-      .. F.show(folder[i].stderr))
-  end
-  for i = 1, #folder do
-    local f, e = folder[i], etcd[i]
-    assert.are.same({ f.code, f.stdout, f.stderr }, { e.code, e.stdout, e.stderr },
-      "step " .. i .. " (" .. f.argv .. "): folder exit " .. f.code .. " " .. F.show(f.stdout)
-        .. F.show(f.stderr) .. " / etcd exit " .. e.code .. " " .. F.show(e.stdout) .. F.show(e.stderr))
-  end
-end
-
---- A channel `dev` on a fresh etcd store: the store, its root folder, and
---- a runner of `agent-chat --root ROOT --store STORE ARGS...`.
-function E.fresh(opts, ...)
-  local store, root = E.store(opts), F.new_root()
-  local function ac(...)
-    return E.ac(store, root, { ... })
-  end
-  assert(ac("init", "dev").code == 0)
-  for _, argv in ipairs({ ... }) do
-    local r = ac(table.unpack(argv))
-    assert(r.code == 0, F.describe(r))
-  end
-  return store, root, ac
-end
-
-E.F = F
 return E

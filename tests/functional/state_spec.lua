@@ -191,6 +191,45 @@ describe("sources that cannot be read", function()
     fails(ac(root, "compact", "../proj"), 1, "STATE_INVALID_CHANNEL",
       "invalid channel name: '../proj' (invalid channel name (path traversal blocked): '../proj')")
   end)
+
+  it("read a channel folder whose _meta.json is missing as the Python tool does: empty topic and members",
+    function()
+    -- Python's state looks for the channel's folder, not its _meta.json.
+    local root, dir = fixture()
+    local want = json.loads(ok(ac(root, "state", "proj", "--json")).stdout)
+    want.topic, want.members, want.created_at = "", {}, ""
+    os.remove(dir .. "/_meta.json")
+    local before = files(dir)
+    local got = json.loads(ok(ac(root, "state", "proj", "--json")).stdout)
+    got.generated_at, want.generated_at = nil, nil
+    assert.same(want, got)
+    local md = ok(ac(root, "state", "proj")).stdout
+    assert.truthy(md:find("- **Topic**: (none)\n- **Members**: (none)\n", 1, true), md)
+    assert.same(before, files(dir))
+    -- A folder that is not there at all, or whose _meta.json is a symlink,
+    -- is still no channel.
+    fails(ac(root, "state", "nochan"), 1, "STATE_CHANNEL_NOT_FOUND", "channel directory not found: 'nochan'")
+    assert(os.execute("ln -s /etc/hostname " .. F.sh(dir .. "/_meta.json")))
+    fails(ac(root, "state", "proj"), 1, "STATE_CHANNEL_NOT_FOUND", "channel directory not found: 'proj'")
+  end)
+
+  it("compact such a folder with --no-audit; with its audit message it writes nothing and says why", function()
+    local root, dir = fixture()
+    os.remove(dir .. "/state.md")
+    os.remove(dir .. "/_meta.json")
+    local before = files(dir)
+    fails(ac(root, "compact", "proj"), 1, "STATE_CHANNEL_NOT_FOUND",
+      "channel 'proj' has no _meta.json: compact cannot post its state.compacted message "
+      .. "(run: init proj, or compact --no-audit)")
+    assert.same(before, files(dir))
+    local r = ok(ac(root, "compact", "proj", "--no-audit"))
+    assert.truthy(r.stdout:find("^compacted state for proj %-> proj/state.md"), r.stdout)
+    assert.truthy(H.read(dir .. "/state.md"):find("- **Topic**: (none)", 1, true))
+    -- and no other command takes it for a channel: no post lands there
+    local p = ac(root, "post", "proj", "--from", "a", "--title", "t", "--body", "b")
+    assert.equal(1, p.code, F.describe(p))
+    assert.truthy(p.stderr:find("channel 'proj' not found under", 1, true), p.stderr)
+  end)
 end)
 
 describe("state --template", function()

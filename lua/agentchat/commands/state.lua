@@ -12,7 +12,12 @@ local EXIT = 1
 local PRETTY = { indent = 2, sort_keys = true, ensure_ascii = true }
 
 -- The channel, with the state command's codes for a bad or missing one.
+-- A channel folder whose _meta.json is missing is read as the Python tool
+-- reads it (empty topic and members); only a missing folder is not found.
 local OPEN = {
+  open = function(root, name)
+    return root:channel(name, { bare = true })
+  end,
   invalid = { "STATE_INVALID_CHANNEL", EXIT },
   missing = function(_, name)
     return "channel directory not found: '" .. name .. "'", "STATE_CHANNEL_NOT_FOUND", EXIT
