@@ -120,6 +120,23 @@ describe("status keys", function()
     assert.equal("", r.stdout)
   end)
 
+  it("uses no CPU while status watch waits", function()
+    local job = W.spawn_command(root, "status", { "watch", "dev", "--count", "1" })
+    F.sleep(0.3)
+    local before = F.cpu_ticks(job.pid)
+    F.sleep(1.5)
+    local after = F.cpu_ticks(job.pid)
+    ok("status", "set", "dev", "build", "green", "--as", "alice")
+    local r = job:finish(20)
+    assert.equal(0, r.code, F.describe(r))
+    assert.truthy(r.stdout:find(" alice build=green\n$"), F.show(r.stdout))
+    if not before or not after then
+      pending("no /proc/PID/stat here")
+      return
+    end
+    assert.is_true(after - before <= 2, "used " .. (after - before) .. " clock ticks in 1.5 s of waiting")
+  end)
+
   it("lists each member's keys in team", function()
     ok("status", "set", "dev", "build", "green", "--as", "alice")
     local r = ok("team", "dev")
