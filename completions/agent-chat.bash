@@ -5,7 +5,7 @@
 # bash-completion package loads it on first use; without that package,
 # `source` this file from ~/.bashrc. It needs nothing but bash itself.
 #
-# Completes commands, the subcommands of `task`, `event`, `import` and `bridge`, the hook kinds,
+# Completes commands, the subcommands of `task`, `event`, `status`, `import` and `bridge`, the hook kinds,
 # the options of every command, channel names (directories with a
 # _meta.json under --root, else $AGENT_CHAT_ROOT, else the user config's
 # root, else ~/agent-chat), task
@@ -25,9 +25,10 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team doctor lock check unlock recover recover-pending state compact task event import export bridge run watch repl serve hook config fsck"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team doctor lock check unlock recover recover-pending state compact task event status import export bridge run watch repl serve hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release next"
 _agent_chat_event_commands="post read"
+_agent_chat_status_commands="set get watch"
 _agent_chat_import_commands="team bus claude-team folder"
 _agent_chat_bridge_commands="claude-team"
 _agent_chat_hook_kinds="session-start prompt stop"
@@ -63,7 +64,9 @@ _agent_chat_spec()
         read)
             _agent_chat_valued="--as --kind --max-messages --max-bytes"; _agent_chat_flags+=" --all --peek"
             _agent_chat_pos="channel" ;;
-        wait) _agent_chat_valued="--as --timeout --interval --kind"; _agent_chat_pos="channel" ;;
+        wait)
+            _agent_chat_valued="--as --timeout --interval --kind --for --resume"; _agent_chat_flags+=" --json"
+            _agent_chat_pos="channel" ;;
         peek) _agent_chat_valued="-n --kind"; _agent_chat_pos="channel" ;;
         claim) _agent_chat_valued="--as"; _agent_chat_pos="channel marker" ;;
         ack) _agent_chat_valued="--as"; _agent_chat_pos="channel none" ;;
@@ -96,7 +99,7 @@ _agent_chat_spec()
         compact)
             _agent_chat_valued="$state"; _agent_chat_flags+=" --no-audit --json --strict"
             _agent_chat_pos="channel" ;;
-        task | event | import | bridge) ;;
+        task | event | status | import | bridge) ;;
         "task create")
             _agent_chat_valued="--from --created-by --title --owner $lists --for-capability"
             _agent_chat_pos="channel none" ;;
@@ -124,6 +127,11 @@ _agent_chat_spec()
             _agent_chat_valued="--from --type --harness --status --detail --primitives"
             _agent_chat_pos="channel" ;;
         "event read") _agent_chat_valued="--type"; _agent_chat_pos="channel" ;;
+        "status set") _agent_chat_valued="--as --ttl"; _agent_chat_pos="channel none none" ;;
+        "status get") _agent_chat_valued="--agent"; _agent_chat_flags+=" --json"; _agent_chat_pos="channel none" ;;
+        "status watch")
+            _agent_chat_valued="--key --agent --timeout --count --interval"; _agent_chat_flags+=" --json"
+            _agent_chat_pos="channel" ;;
         "import team" | "import bus")
             _agent_chat_valued="--into"; _agent_chat_flags+=" --dry-run --strict"
             _agent_chat_pos="dir" ;;
@@ -341,7 +349,8 @@ _agent_chat()
             path=$w
             [[ $path == run ]] && raw=1
             _agent_chat_spec "$path" || return 0
-        elif [[ ($path == task || $path == event || $path == import || $path == bridge) && $npos -eq 0 ]]; then
+        elif [[ ($path == task || $path == event || $path == status || $path == import || $path == bridge) &&
+                $npos -eq 0 ]]; then
             path="$path $w"
             _agent_chat_spec "$path" || return 0
         else
@@ -423,6 +432,10 @@ _agent_chat()
     fi
     if [[ $path == event ]]; then
         _agent_chat_add $_agent_chat_event_commands
+        return 0
+    fi
+    if [[ $path == status ]]; then
+        _agent_chat_add $_agent_chat_status_commands
         return 0
     fi
     if [[ $path == import ]]; then

@@ -37,8 +37,9 @@ int ac_err_set(struct ac_err *err, int exit_code, const char *code,
 int ac_err_exit_for(const char *code)
 {
     /* docs/format.md 2.5: the code families of the task board, leases and
-     * events, and usage-like outcomes, exit 2. */
-    static const char *const prefix2[] = { "TASK_", "LEASE_", "EVENT_" };
+     * events, and usage-like outcomes, exit 2; so do the bad conditions of
+     * `wait --for` (WAIT_*) and of status keys (STATUS_*, events too). */
+    static const char *const prefix2[] = { "TASK_", "LEASE_", "EVENT_", "WAIT_", "STATUS_" };
     static const struct {
         const char *code;
         int exit_code;

@@ -46,6 +46,13 @@
  *       w:notifying()                     -- false when the store cannot notify
  *                                         (the caller then rescans every so often)
  *       w:close()                         -- also __close and __gc
+ *   ch:watch{acks=seq, cursors=true}      -- the same, of message #seq's acks
+ *                                         (and the cursors) instead
+ *       w:add(h [, {acks=, cursors=}])    -- true, or false (open another watch):
+ *                                         w also wakes on these changes of h
+ *   store.wait_watches({w, ...}, seconds) -- true (rescan) | nil, msg,
+ *                                         "INTERRUPTED", 130: one wait
+ *                                         on several watches of one store
  *   ch:claim_marker(marker, agent)        -- destination name
  *   ch:exclusive(wait)                    -- userdata "agentchat.dirlock" (:release(),
  *                                         __close, __gc) | nil, msg, "CHANNEL_BUSY", 1 when
@@ -977,13 +984,38 @@ static struct l_chanwatch *check_chanwatch(lua_State *L)
     return cw;
 }
 
+/* What a watch of the options at idx covers ({acks = seq, cursors = bool};
+ * none: the messages). */
+static int watch_what(lua_State *L, int idx, uint64_t *seq)
+{
+    int given = 0, what = AC_WATCH_MESSAGES;
+    lua_Integer s = 0;
+    *seq = 0;
+    if (lua_isnoneornil(L, idx))
+        return what;
+    luaL_checktype(L, idx, LUA_TTABLE);
+    s = opt_field_int(L, idx, "acks", 0, &given);
+    if (given && s < 1)
+        luaL_error(L, "field 'acks' must be a message seq (1 or more)");
+    if (given || opt_field_bool(L, idx, "cursors"))
+        what = (given ? AC_WATCH_ACKS : 0) | (opt_field_bool(L, idx, "cursors") ? AC_WATCH_CURSORS : 0);
+    *seq = (uint64_t)s;
+    return what;
+}
+
+/* ch:watch([{acks = seq, cursors = bool}]): the channel's messages, or the
+ * acks of message #seq (and the cursors, whose moves make it read). */
 static int chan_watch(lua_State *L)
 {
     struct l_chan *c = check_chan(L, 1);
-    struct l_chanwatch *cw = lua_newuserdatauv(L, sizeof *cw, 1);
+    struct l_chanwatch *cw;
+    uint64_t seq;
+    int what = watch_what(L, 2, &seq);
+    lua_settop(L, 1);
+    cw = lua_newuserdatauv(L, sizeof *cw, 1);
     cw->c = c;
     cw->closed = 0;
-    cw->w = ac_chan_watch_open(c->ch, AC_WATCH_MESSAGES, 0);
+    cw->w = ac_chan_watch_open(c->ch, what, seq);
     luaL_setmetatable(L, CHANWATCH_MT);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1);
@@ -1008,6 +1040,68 @@ static int chanwatch_wait(lua_State *L)
     lua_pushboolean(L, which & 1);
     lua_pushboolean(L, (which & 2) != 0);
     return 2;
+}
+
+/* store.wait_watches({w, ...}, seconds): one wait on every watch (of one
+ * store) until one changes or the time passes (wait.h: ac_wait_nap_many):
+ * true (then rescan: a change or the time is up) | nil, msg,
+ * "INTERRUPTED", 130. A closed watch
+ * in the list raises. */
+static int l_wait_watches(lua_State *L)
+{
+    struct l_chanwatch *cws[AC_WATCH_MANY_MAX];
+    struct ac_chan *chs[AC_WATCH_MANY_MAX];
+    struct ac_watch *ws[AC_WATCH_MANY_MAX];
+    struct ac_store *st = NULL;
+    struct ac_err err = AC_ERR_INIT;
+    lua_Number secs;
+    lua_Integer i, n;
+    int64_t ns;
+    int rc;
+
+    luaL_checktype(L, 1, LUA_TTABLE);
+    secs = luaL_checknumber(L, 2);
+    n = (lua_Integer)lua_rawlen(L, 1);
+    if (n < 1 || n > AC_WATCH_MANY_MAX)
+        luaL_error(L, "wait_watches expects 1 to %d watches", AC_WATCH_MANY_MAX);
+    for (i = 0; i < n; i++) {
+        struct l_chanwatch *cw;
+        lua_rawgeti(L, 1, i + 1);
+        cw = luaL_checkudata(L, -1, CHANWATCH_MT);
+        if (cw->closed || !cw->c->ch)
+            luaL_error(L, "attempt to use a closed watch");
+        if (st && cw->c->ch->store != st)
+            luaL_error(L, "wait_watches: every watch must be of the same store");
+        st = cw->c->ch->store;
+        lua_pop(L, 1);          /* the list keeps it alive */
+        cws[i] = cw;
+        chs[i] = cw->c->ch;
+        ws[i] = cw->w;
+    }
+    ns = secs > 0 ? (secs > 86400.0 ? 86400LL * 1000000000 : (int64_t)(secs * 1e9)) : 0;
+    rc = ac_wait_nap_many(st, chs, ws, (size_t)n, ns, &err);
+    for (i = 0; i < n; i++)
+        cws[i]->w = ws[i];      /* closed where notification broke down */
+    if (rc == -1)
+        return ac_lua_fail_err(L, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* w:add(h [, {acks = seq, cursors = bool}]): the watch also wakes on these
+ * changes of channel handle h (of the same store; keep h open while the
+ * watch is): true, or false when it cannot (a watch that does not notify,
+ * a backend without watch_add, a full watch: open another watch). */
+static int chanwatch_add(lua_State *L)
+{
+    struct l_chanwatch *cw = check_chanwatch(L);
+    struct l_chan *c = check_chan(L, 2);
+    uint64_t seq;
+    int what = watch_what(L, 3, &seq);
+    if (c->ch->store != cw->c->ch->store)
+        luaL_error(L, "w:add: the channel is of another store");
+    lua_pushboolean(L, cw->w && ac_chan_watch_add(c->ch, cw->w, what, seq) == 0);
+    return 1;
 }
 
 static int chanwatch_notifying(lua_State *L)
@@ -1146,7 +1240,8 @@ static const luaL_Reg dirlock_methods[] = {
 };
 
 static const luaL_Reg chanwatch_methods[] = {
-    { "wait", chanwatch_wait }, { "notifying", chanwatch_notifying }, { "close", chanwatch_close },
+    { "wait", chanwatch_wait }, { "notifying", chanwatch_notifying }, { "add", chanwatch_add },
+    { "close", chanwatch_close },
     { NULL, NULL }
 };
 
@@ -1169,7 +1264,8 @@ static const luaL_Reg chan_methods[] = {
 static const luaL_Reg funcs[] = {
     { "open", l_open }, { "is_etcd", l_is_etcd }, { "copy", l_copy }, { "check_name", l_check_name },
     { "check_marker", l_check_marker },
-    { "meta_compose", l_meta_compose }, { "parse_meta", l_parse_meta }, { NULL, NULL }
+    { "meta_compose", l_meta_compose }, { "parse_meta", l_parse_meta },
+    { "wait_watches", l_wait_watches }, { NULL, NULL }
 };
 
 int luaopen_agentchat_store(lua_State *L)

@@ -25,6 +25,8 @@
  *   sys.time()                      -- wall clock, seconds since 1970 (float)
  *   sys.uuid4()                     -- 32 lower-case hex digits | nil, message, "IO_ERROR"
  *   sys.sha256(s)                   -- 64 lower-case hex digits (import keys)
+ *   sys.b64encode(s) / sys.b64decode(s)  -- base64 (the resume token of
+ *                                   `wait --for`); decode: nil when not base64
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -394,6 +396,36 @@ static int l_sha256(lua_State *L)
     return 1;
 }
 
+/* sys.b64encode(s) / sys.b64decode(s): base64 (codec.h); decode gives nil
+ * for text that is not strict base64. */
+static int l_b64encode(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    char *out = ac_b64_encode(s, len);
+    if (!out)
+        return luaL_error(L, "out of memory");
+    lua_pushstring(L, out);
+    free(out);
+    return 1;
+}
+
+static int l_b64decode(lua_State *L)
+{
+    size_t len, outlen;
+    const char *s = luaL_checklstring(L, 1, &len);
+    char *out = ac_b64_decode(s, len, &outlen);
+    if (!out) {
+        if (errno == ENOMEM)
+            return luaL_error(L, "out of memory");
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushlstring(L, out, outlen);
+    free(out);
+    return 1;
+}
+
 /* sys.exit_code(code): the CLI exit code of an error code (err.h's one
  * table, ac_err_exit_for). */
 static int l_exit_code(lua_State *L)
@@ -417,7 +449,7 @@ static const luaL_Reg funcs[] = {
     { "float_repr", l_float_repr },
     { "interrupted", l_interrupted }, { "getpid", l_getpid }, { "iso_has_offset", l_iso_has_offset },
     { "iso_epoch", l_iso_epoch }, { "time", l_time }, { "uuid4", l_uuid4 },
-    { "sha256", l_sha256 }, { "home", l_home }, { "exit_code", l_exit_code }, { NULL, NULL }
+    { "sha256", l_sha256 }, { "b64encode", l_b64encode }, { "b64decode", l_b64decode }, { "home", l_home }, { "exit_code", l_exit_code }, { NULL, NULL }
 };
 
 int luaopen_agentchat_sys(lua_State *L)

@@ -181,6 +181,25 @@ int ac_chan_watch_wait_fd(struct ac_chan *ch, struct ac_watch *w, int64_t timeou
     return CHOPS(ch)->watch_wait_fd(w, timeout_ns, fd);
 }
 
+int ac_chan_watch_add(struct ac_chan *ch, struct ac_watch *w, int what, uint64_t seq)
+{
+    if (!w || !HAS(ch->store, 2, watch_add)) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return CHOPS(ch)->watch_add(w, ch, what, seq);
+}
+
+int ac_store_watch_wait_many(struct ac_store *st, struct ac_watch *const *ws, size_t n,
+                             int64_t timeout_ns)
+{
+    if (!HAS(st, 2, watch_wait_many)) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return st->ops->watch_wait_many(ws, n, timeout_ns);
+}
+
 void ac_chan_watch_close(struct ac_chan *ch, struct ac_watch *w)
 {
     if (w)

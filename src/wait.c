@@ -112,3 +112,39 @@ int ac_wait_nap_fd(struct ac_chan *ch, struct ac_watch **w, int fd, int64_t nap_
         return 0;
     }
 }
+
+int ac_wait_nap_many(struct ac_store *st, struct ac_chan *const *chs, struct ac_watch **ws,
+                     size_t n, int64_t nap_ns, struct ac_err *err)
+{
+    size_t i, live = 0, first = 0;
+    int rc;
+
+    for (i = n; i-- > 0;) {
+        if (ws[i]) {
+            live++;
+            first = i;
+        }
+    }
+    if (live == 0)
+        return ac_clock_sleep_ns(nap_ns) == -1 ? interrupted(err) : 0;
+    if (live == 1)
+        return ac_wait_nap(chs[first], &ws[first], nap_ns, err);
+    rc = ac_store_watch_wait_many(st, ws, n, nap_ns);
+    if (rc != -1)
+        return 0;
+    if (errno == EINTR)
+        return interrupted(err);
+    if (errno == ENOSYS) {
+        /* One watch at a time, in short slices: a change of another is
+         * seen at the next slice's rescan. */
+        if (nap_ns > AC_WAIT_MANY_SLICE_NS)
+            nap_ns = AC_WAIT_MANY_SLICE_NS;
+        return ac_wait_nap(chs[first], &ws[first], nap_ns, err);
+    }
+    /* Notification broke down: poll every channel from now on. */
+    for (i = 0; i < n; i++) {
+        ac_chan_watch_close(chs[i], ws[i]);
+        ws[i] = NULL;
+    }
+    return ac_clock_sleep_ns(nap_ns) == -1 ? interrupted(err) : 0;
+}

@@ -84,12 +84,14 @@
  *    and cursors (receipts), the cursor of a read (its lock and its
  *    advance), a notification wait that also wakes on a descriptor of
  *    the caller (watch_wait_fd: the bridge of docs/claude-teams.md waits
- *    for the channel and a host folder in one call), and copying a message
- *    file between stores (msg_put), and opening a channel whose metadata
- *    is missing (chan_open_bare). Version 2 is not released yet: its last
- *    six operations came with it, appended (mutex_keep, chan_hidden,
- *    chan_open_hidden, watch_wait_fd, msg_put, chan_open_bare); a table may
- *    leave any of them NULL. */
+ *    for the channel and a host folder in one call), copying a message
+ *    file between stores (msg_put), opening a channel whose metadata is
+ *    missing (chan_open_bare), and one wait on several watches and one
+ *    watch of several channels (watch_wait_many, watch_add: `wait --for`).
+ *    Version 2 is not released yet: its last eight operations came with
+ *    it, appended (mutex_keep, chan_hidden, chan_open_hidden,
+ *    watch_wait_fd, msg_put, chan_open_bare, watch_wait_many, watch_add);
+ *    a table may leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -371,6 +373,9 @@ enum {
     AC_WATCH_CURSORS = 4      /* a cursor moved */
 };
 
+/* The most watches one watch_wait_many takes (EINVAL beyond). */
+#define AC_WATCH_MANY_MAX 32
+
 /* ---- the operations a backend provides ---- */
 
 struct ac_store_ops {
@@ -519,6 +524,22 @@ struct ac_store_ops {
      * exist without their metadata). */
     int (*chan_open_bare)(struct ac_store *st, const char *name, struct ac_chan **out,
                           struct ac_err *err);
+    /* One wait on several watches of this store (a composite wait, `wait
+     * --for`: the channels and acks it depends on, one deadline): 1 a
+     * possible change of any of ws[0..n) (NULL entries are skipped: the
+     * caller polls those), 0 on timeout, -1 with errno EINTR when
+     * interrupted. May be NULL (ac_store_watch_wait_many then fails with
+     * ENOSYS and the caller waits on one watch at a time). */
+    int (*watch_wait_many)(struct ac_watch *const *ws, size_t n, int64_t timeout_ns);
+    /* Make the watch w (of this store, from watch_open) also wake on the
+     * changes `what` (AC_WATCH_*, as watch_open) of channel ch: one watch
+     * over several channels and ack folders, which costs less than one
+     * watch each (the folder: one dnotify signal instead of inotify
+     * instances, whose teardown costs 12-16 ms). 0, or -1 with errno:
+     * EMFILE when w holds no more (open a watch of its own then), ENOENT
+     * when there is nothing to watch yet. May be NULL
+     * (ac_chan_watch_add then fails with ENOSYS). */
+    int (*watch_add)(struct ac_watch *w, struct ac_chan *ch, int what, uint64_t seq);
 };
 
 struct ac_store {
@@ -591,6 +612,11 @@ void ac_chan_watch_close(struct ac_chan *ch, struct ac_watch *w);
 int ac_chan_watch_wait_fd(struct ac_chan *ch, struct ac_watch *w, int64_t timeout_ns, int fd);
 int ac_chan_marker_claim(struct ac_chan *ch, const char *marker, const char *agent, char *dest,
                          size_t dest_size, struct ac_err *err);
+/* The store's watch_wait_many and watch_add (see the operations): -1 with
+ * errno ENOSYS when the backend has none. */
+int ac_chan_watch_add(struct ac_chan *ch, struct ac_watch *w, int what, uint64_t seq);
+int ac_store_watch_wait_many(struct ac_store *st, struct ac_watch *const *ws, size_t n,
+                             int64_t timeout_ns);
 
 int ac_chan_rec_scan(struct ac_chan *ch, int family, const char *prefix, int flags,
                      struct ac_recset *out, struct ac_err *err);

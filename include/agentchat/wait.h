@@ -53,4 +53,18 @@ int ac_wait_nap(struct ac_chan *ch, struct ac_watch **w, int64_t nap_ns, struct 
 int ac_wait_nap_fd(struct ac_chan *ch, struct ac_watch **w, int fd, int64_t nap_ns, int *which,
                    struct ac_err *err);
 
+/* A backend without watch_wait_many (store.h) is waited on one watch at a
+ * time, this long each, so a change of another wakes the wait this late at
+ * most. */
+#define AC_WAIT_MANY_SLICE_NS (50 * 1000000LL)
+
+/* ac_wait_nap for several watches of one store (chs[i] the channel of
+ * ws[i]; n <= AC_WATCH_MANY_MAX): one wait on all of them (the store's
+ * watch_wait_many), no CPU until one changes or nap_ns passes. NULL
+ * watches are polled (the caller rescans after each nap, as after
+ * ac_wait_nap's). A watch whose notification breaks down is closed and
+ * set to NULL. 0, or -1 with INTERRUPTED (exit 130). */
+int ac_wait_nap_many(struct ac_store *st, struct ac_chan *const *chs, struct ac_watch **ws,
+                     size_t n, int64_t nap_ns, struct ac_err *err);
+
 #endif

@@ -37,6 +37,7 @@ M.commands = {
   { "compact", "state", "write state.md and post state.compacted" },
   { "task", "tasks", "task board: create, claim, update, finish tasks" },
   { "event", "events", "post and read capability/status events" },
+  { "status", "status", "latest-wins status keys per agent: set, get, watch" },
   { "import", "import", "import a team mailbox, a receipt-bus folder, a Claude Code team or a folder root into a channel" },
   { "export", "export", "copy channels to a folder in the folder format" },
   { "bridge", "bridge", "carry messages between a channel and a Claude Code agent team, live" },

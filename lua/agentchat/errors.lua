@@ -23,7 +23,7 @@ M.plain = {
 }
 
 -- Exit codes by code (docs/format.md 2.5): the C runtime's one table (err.h,
--- ac_err_exit_for: the TASK_/LEASE_/EVENT_ families, USAGE, ETIMEDOUT and
+-- ac_err_exit_for: the TASK_/LEASE_/EVENT_/WAIT_/STATUS_ families, USAGE, ETIMEDOUT and
 -- RECEIPT_TIMEOUT exit 2, CLAIM_LOST 3, INTERRUPTED 130, the rest 1).
 -- exit_codes lists the single codes of that table that do not exit 1.
 local ok_sys, sys = pcall(require, "agentchat.sys")

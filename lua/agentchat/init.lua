@@ -366,6 +366,8 @@ M._families = {
   events = { Channel = { "event_post", "events" } },
   state = { Channel = { "state", "render_state", "compact" } },
   protocols = { Channel = { "request", "await_response", "await_responses", "respond", "team" } },
+  waitany = { Channel = { "wait_any" }, M = { "parse_condition" } },
+  status = { Channel = { "status_set", "status_get", "status_watch" } },
   receipts = { Channel = { "addressees", "ack", "receipts", "wait_receipts" },
                M = { "recipients", "check_agent" } },
   inbox = { Root = { "inbox", "commit_inbox" } },

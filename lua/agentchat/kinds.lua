@@ -16,7 +16,8 @@
 --   kinds.print(messages)       -- what `read` prints for these messages
 --
 -- The kind comes from the frontmatter `status`, the field every tool
--- writes: events are `event.<type>`, audit messages (the record of every
+-- writes: events are `event.<type>` and the status keys' `status.set`
+-- (docs/status-keys.md), audit messages (the record of every
 -- task, lease, path-lock and compact mutation, and of a message `watch
 -- --on-error skip` set aside) are `task.*`, `lease.*`, `path.*`, `state.*`
 -- and `watch.*`; everything else, including typed requests and
@@ -28,8 +29,8 @@ local M = {}
 M.KINDS = { "message", "event", "audit" }
 
 -- By the status's first word and its dot.
-local PREFIXES = { ["event."] = "event", ["task."] = "audit", ["lease."] = "audit", ["path."] = "audit",
-                   ["state."] = "audit", ["watch."] = "audit" }
+local PREFIXES = { ["event."] = "event", ["status."] = "event", ["task."] = "audit", ["lease."] = "audit",
+                   ["path."] = "audit", ["state."] = "audit", ["watch."] = "audit" }
 
 --- The kind of a message with this status (nil or a string).
 function M.of_status(status)

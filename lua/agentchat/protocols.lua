@@ -543,7 +543,8 @@ end
 --- opts = {silent_after=600, now=sys.time()}. Returns {channel,
 --- generated_at, silent_after, members = {{name, member, lifecycle,
 --- status, detail, harness, status_ts, status_age, status_seq, last_seen,
---- last_seen_age, last_seq, silent}, ...}, silent = {names}}: a member is
+--- last_seen_age, last_seq, silent, status_keys = nil | {{key, value,
+--- set_at, age, ttl, expired, seq}, ...}}, ...}, silent = {names}}: a member is
 --- silent when it was never seen or not for more than silent_after
 --- seconds, unless it is shut down.
 function M.team(ch, opts)
@@ -618,6 +619,13 @@ function M.team(ch, opts)
     end
     return math.max(0, math.floor(now - t))
   end
+  -- Status keys (docs/status-keys.md): each member's current values.
+  local keys_of = {}
+  for _, e in ipairs(require("agentchat.statuskeys").current(messages, { now = now })) do
+    keys_of[e.agent] = keys_of[e.agent] or {}
+    table.insert(keys_of[e.agent], { key = e.key, value = e.value, set_at = e.set_at, age = e.age,
+                                     ttl = e.ttl, expired = e.expired, seq = e.seq })
+  end
   local out = { channel = ch.name, generated_at = sys.now_iso(0), silent_after = silent_after,
                 members = {}, silent = {} }
   for _, name in ipairs(names) do
@@ -631,6 +639,7 @@ function M.team(ch, opts)
       status = e.status, detail = e.detail, harness = e.harness, status_ts = e.ts,
       status_age = e.ts and age(e.ts) or nil, status_seq = e.seq,
       last_seen = s.last_ts, last_seen_age = last_age, last_seq = s.last_seq, silent = silent,
+      status_keys = keys_of[name],
     }
     if silent then
       out.silent[#out.silent + 1] = name

@@ -1807,4 +1807,7 @@ static const struct ac_store_ops et_ops = {
     et_watch_wait_fd,
     et_msg_put,
     NULL,                       /* chan_open_bare: a channel without its record is none */
+    NULL,                       /* watch_wait_many: wait --for waits on one
+                                   watch at a time (wait.h) */
+    NULL,                       /* watch_add: a watch of each channel */
 };

@@ -18,7 +18,7 @@
 
 enum { KIND_DNOTIFY, KIND_INOTIFY };
 
-#define MAX_EXTRA 4
+#define MAX_EXTRA 15
 
 struct ac_dirwatch {
     int kind;
@@ -275,6 +275,55 @@ int ac_dirwatch_wait_fd(struct ac_dirwatch *w, int64_t timeout_ns, int fd)
     }
     if (sfd != -1)
         close(sfd);
+    return rc;
+}
+
+int ac_dirwatch_wait_many(struct ac_dirwatch *const *ws, size_t n, int64_t timeout_ns)
+{
+    int64_t deadline = ac_clock_mono_ns() + (timeout_ns > 0 ? timeout_ns : 0);
+    struct pollfd *pfd;
+    size_t i, np = 0;
+    int sfd = -1, rc = -1;
+
+    pfd = calloc(n ? n : 1, sizeof *pfd);
+    if (!pfd)
+        return -1;
+    for (i = 0; i < n; i++) {
+        int fd;
+        if (!ws[i])
+            continue;
+        if (ws[i]->kind == KIND_INOTIFY) {
+            fd = ws[i]->fd;
+        } else if (sfd == -1) {
+            /* As in ac_dirwatch_wait_fd: the blocked dnotify signals are
+             * read through a signalfd, so one ppoll waits for all. */
+            sigset_t set;
+            signal_set(&set);
+            sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+            if (sfd == -1)
+                goto out;
+            fd = sfd;
+        } else {
+            continue;           /* the one dnotify signal is polled already */
+        }
+        pfd[np].fd = fd;
+        pfd[np].events = POLLIN;
+        pfd[np++].revents = 0;
+    }
+    rc = ac_clock_poll_until(pfd, (nfds_t)np, deadline);
+    if (rc > 0) {
+        for (i = 0; i < np; i++) {
+            if (pfd[i].revents)
+                drain_fd(pfd[i].fd);
+        }
+        if (sfd != -1)
+            drain_signals();
+        rc = 1;
+    }
+out:
+    if (sfd != -1)
+        close(sfd);
+    free(pfd);
     return rc;
 }
 

@@ -30,6 +30,7 @@
 #ifndef AGENTCHAT_DIRWATCH_H
 #define AGENTCHAT_DIRWATCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct ac_dirwatch;
@@ -39,8 +40,8 @@ struct ac_dirwatch;
 struct ac_dirwatch *ac_dirwatch_open(int dirfd);
 
 /* Watch one more directory with the same watch (a wake-up then means that
- * any of them changed): up to 4 more with dnotify, any number with
- * inotify. Returns 0, or -1 with errno (EINVAL for a NULL watch); the watch
+ * any of them changed): up to 15 more with dnotify, any number with
+ * inotify. dirfd may be closed afterwards. Returns 0, or -1 with errno (EINVAL for a NULL watch); the watch
  * keeps working on its earlier directories either way. */
 int ac_dirwatch_add(struct ac_dirwatch *w, int dirfd);
 
@@ -55,6 +56,15 @@ int ac_dirwatch_wait(struct ac_dirwatch *w, int64_t timeout_ns);
  * errno (EINTR when an interrupt signal arrived). w may be NULL (fd
  * alone); fd -1 is ac_dirwatch_wait. */
 int ac_dirwatch_wait_fd(struct ac_dirwatch *w, int64_t timeout_ns, int fd);
+
+/* One wait on several watches at once (a composite wait: the channels and
+ * acks of `wait --for`): 1 when any of ws[0..n) changed (or may have), 0
+ * at the timeout, -1 with errno (EINTR when an interrupt signal arrived).
+ * NULL entries are skipped (their caller polls them); at most one entry
+ * can be a dnotify watch (one per process), the others are inotify
+ * instances, so one ppoll covers them all with no CPU while it waits. The
+ * notifications of every watch that changed are consumed. */
+int ac_dirwatch_wait_many(struct ac_dirwatch *const *ws, size_t n, int64_t timeout_ns);
 
 /* An inotify watch of the directory open as dirfd, whatever
  * AGENT_CHAT_WATCH says (a host folder's watch, whose descriptor another

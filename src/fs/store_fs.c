@@ -782,6 +782,50 @@ static int fs_watch_wait_fd(struct ac_watch *w, int64_t timeout_ns, int fd)
     return ac_dirwatch_wait_fd(w->dw, timeout_ns, fd);
 }
 
+/* Add the directories of (ch, what, seq) to w's dirwatch (dnotify keeps its
+ * own descriptor of each, inotify watches it by path: ours are closed). */
+static int fs_watch_add(struct ac_watch *w, struct ac_chan *base, int what, uint64_t seq)
+{
+    int chfd = fs_chan(base)->fd, fd, rc = 0, e = 0;
+    if (!(what & (AC_WATCH_ACKS | AC_WATCH_CURSORS)))
+        return ac_dirwatch_add(w->dw, chfd);
+    if (what & AC_WATCH_ACKS) {
+        char name[32];
+        snprintf(name, sizeof name, "%" PRIu64 "/", seq);
+        fd = ac_fs_family_dir(chfd, AC_ACKS, name, 1, NULL);
+        if (fd == -1)
+            return -1;
+        rc = ac_dirwatch_add(w->dw, fd);
+        e = errno;
+        close(fd);
+    }
+    if (rc == 0 && (what & AC_WATCH_CURSORS)) {
+        if (ac_sys_mkdirat(chfd, AC_CURSOR_DIR, 0755) == -1 && errno != EEXIST)
+            return -1;
+        fd = ac_open_dir_at(chfd, AC_CURSOR_DIR);
+        if (fd == -1)
+            return -1;
+        rc = ac_dirwatch_add(w->dw, fd);
+        e = errno;
+        close(fd);
+    }
+    errno = e;
+    return rc;
+}
+
+static int fs_watch_wait_many(struct ac_watch *const *ws, size_t n, int64_t timeout_ns)
+{
+    struct ac_dirwatch *dws[AC_WATCH_MANY_MAX];
+    size_t i;
+    if (n > AC_WATCH_MANY_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        dws[i] = ws[i] ? ws[i]->dw : NULL;
+    return ac_dirwatch_wait_many(dws, n, timeout_ns);
+}
+
 static void fs_watch_close(struct ac_watch *w)
 {
     ac_dirwatch_close(w->dw);
@@ -999,4 +1043,6 @@ static const struct ac_store_ops fs_ops = {
     fs_watch_wait_fd,
     fs_msg_put,
     fs_chan_open_bare,
+    fs_watch_wait_many,
+    fs_watch_add,
 };

@@ -252,12 +252,12 @@ static void test_wait(void)
 /* One watch over several directories: a change in any of them wakes it. */
 static void test_dirwatch_add(const char *mode)
 {
-    int a, fds[6], i, added = 0;
+    int a, fds[17], i, added = 0;
     struct ac_dirwatch *w;
 
     setenv("AGENT_CHAT_WATCH", mode, 1);
     t_mkdir(t_path("%s/dw-%s", root, mode));
-    for (i = 0; i < 6; i++)
+    for (i = 0; i < 17; i++)
         t_mkdir(t_path("%s/dw-%s/d%d", root, mode, i));
     a = open_dir(t_path("%s/dw-%s/d0", root, mode));
     w = ac_dirwatch_open(a);
@@ -268,25 +268,55 @@ static void test_dirwatch_add(const char *mode)
         return;
     }
     TAP_STR_EQ(ac_dirwatch_kind(w), mode, "  of the kind asked for");
-    for (i = 1; i < 6; i++) {
+    for (i = 1; i < 17; i++) {
         fds[i] = open_dir(t_path("%s/dw-%s/d%d", root, mode, i));
         if (ac_dirwatch_add(w, fds[i]) == 0)
             added++;
     }
     if (strcmp(mode, "dnotify") == 0)
-        TAP_INT_EQ(added, 4, "  dnotify takes 4 more directories, then EMFILE");
+        TAP_INT_EQ(added, 15, "  dnotify takes 15 more directories (wait --for: one watch), then EMFILE");
     else
-        TAP_INT_EQ(added, 5, "  inotify takes any number of directories");
+        TAP_INT_EQ(added, 16, "  inotify takes any number of directories");
     TAP_INT_EQ(ac_dirwatch_wait(w, 20 * 1000000LL), 0, "  nothing changed: times out");
     t_write(t_path("%s/dw-%s/d2/new", root, mode), "x");
     TAP_INT_EQ(ac_dirwatch_wait(w, 30 * 1000000000LL), 1, "  a file created in an added directory wakes it");
     t_write(t_path("%s/dw-%s/d0/new", root, mode), "x");
     TAP_INT_EQ(ac_dirwatch_wait(w, 30 * 1000000000LL), 1, "  and so does one in the first directory");
     ac_dirwatch_close(w);
-    for (i = 1; i < 6; i++)
+    for (i = 1; i < 17; i++)
         close(fds[i]);
     close(a);
     unsetenv("AGENT_CHAT_WATCH");
+}
+
+/* One wait on several watches (wait --for beyond one watch): a change in
+ * any wakes it, and the next wait times out (the changes were consumed). */
+static void test_dirwatch_wait_many(void)
+{
+    struct ac_dirwatch *ws[3];
+    int fds[2], i;
+
+    t_mkdir(t_path("%s/many", root));
+    for (i = 0; i < 2; i++) {
+        t_mkdir(t_path("%s/many/d%d", root, i));
+        fds[i] = open_dir(t_path("%s/many/d%d", root, i));
+    }
+    ws[0] = ac_dirwatch_open(fds[0]);             /* dnotify where it works */
+    ws[1] = NULL;                                 /* skipped: its caller polls */
+    ws[2] = ac_dirwatch_open_inotify(fds[1]);
+    TAP_OK(ws[0] && ws[2], "wait_many: two watches opened (%s, %s)", ac_dirwatch_kind(ws[0]),
+           ac_dirwatch_kind(ws[2]));
+    TAP_INT_EQ(ac_dirwatch_wait_many(ws, 3, 20 * 1000000LL), 0, "  nothing changed: times out");
+    t_write(t_path("%s/many/d1/new", root), "x");
+    TAP_INT_EQ(ac_dirwatch_wait_many(ws, 3, 30 * 1000000000LL), 1, "  a change of the second wakes it");
+    TAP_INT_EQ(ac_dirwatch_wait_many(ws, 3, 20 * 1000000LL), 0, "  and was consumed");
+    t_write(t_path("%s/many/d0/new", root), "x");
+    TAP_INT_EQ(ac_dirwatch_wait_many(ws, 3, 30 * 1000000000LL), 1, "  a change of the first wakes it");
+    TAP_INT_EQ(ac_dirwatch_wait_many(ws, 3, 20 * 1000000LL), 0, "  and was consumed");
+    ac_dirwatch_close(ws[0]);
+    ac_dirwatch_close(ws[2]);
+    for (i = 0; i < 2; i++)
+        close(fds[i]);
 }
 
 int main(void)
@@ -308,6 +338,7 @@ int main(void)
     test_wait();
     test_dirwatch_add("dnotify");
     test_dirwatch_add("inotify");
+    test_dirwatch_wait_many();
     ac_store_close(store);
     t_rm_rf(root);
     free(root);

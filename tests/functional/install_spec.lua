@@ -144,7 +144,7 @@ local function command_paths()
   local paths = {}
   for _, name in ipairs(listed_commands(top, "commands:")) do
     paths[#paths + 1] = name
-    if name == "task" or name == "event" or name == "import" or name == "bridge" then
+    if name == "task" or name == "event" or name == "status" or name == "import" or name == "bridge" then
       local text = help(name)
       for _, sub in ipairs(text and listed_commands(text, "positional arguments:") or {}) do
         paths[#paths + 1] = name .. " " .. sub
@@ -476,6 +476,7 @@ describe("the completion's option table", function()
       "echo \"commands $_agent_chat_commands\"",
       "echo \"task $_agent_chat_task_commands\"",
       "echo \"event $_agent_chat_event_commands\"",
+      "echo \"status $_agent_chat_status_commands\"",
       "echo \"import $_agent_chat_import_commands\"",
       "echo \"bridge $_agent_chat_bridge_commands\"",
       "echo \"hook $_agent_chat_hook_kinds\"" }
@@ -508,8 +509,8 @@ describe("the completion's option table", function()
     assert.same(commands, spec.commands)
   end)
 
-  it("lists the subcommands of task -h, event -h, import -h and bridge -h", function()
-    for _, family in ipairs({ "task", "event", "import", "bridge" }) do
+  it("lists the subcommands of task -h, event -h, status -h, import -h and bridge -h", function()
+    for _, family in ipairs({ "task", "event", "status", "import", "bridge" }) do
       local subs = {}
       for _, path in ipairs(paths) do
         local sub = path:match("^" .. family .. " (.*)$")

@@ -385,6 +385,21 @@ kill $dog 2>/dev/null
            stderr = H.read(work .. "/err") }, F.now() - t0
 end
 
+--- The CPU time process `pid` used so far, in clock ticks (utime + stime,
+--- fields 14 and 15 of /proc/PID/stat), or nil where there is no /proc.
+function F.cpu_ticks(pid)
+  local stat = F.read("/proc/" .. pid .. "/stat")
+  local rest = stat and stat:match("%) (.*)$")
+  if not rest then
+    return nil
+  end
+  local f = {}
+  for w in rest:gmatch("%S+") do
+    f[#f + 1] = w
+  end
+  return tonumber(f[12]) + tonumber(f[13])   -- fields 14, 15 counted from field 3
+end
+
 --- A fresh root path inside a fresh parent directory (the root itself is
 --- not created). Returns root, parent.
 function F.new_root()

@@ -399,22 +399,9 @@ return {
     assert.truthy(eventually(function()
       return (F.read(log) or ""):find("start")
     end))
-    -- utime + stime, in clock ticks (fields 14 and 15 of /proc/PID/stat).
-    local function cpu()
-      local stat = F.read("/proc/" .. job.pid .. "/stat")
-      local rest = stat and stat:match("%) (.*)$")
-      if not rest then
-        return nil
-      end
-      local f = {}
-      for w in rest:gmatch("%S+") do
-        f[#f + 1] = w
-      end
-      return tonumber(f[12]) + tonumber(f[13])   -- fields 14, 15 counted from field 3
-    end
-    local before = cpu()
+    local before = F.cpu_ticks(job.pid)
     F.sleep(1.5)
-    local after = cpu()
+    local after = F.cpu_ticks(job.pid)
     job:signal("INT")
     assert.equal(130, job:finish().code)
     if not before then

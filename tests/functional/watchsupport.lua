@@ -21,6 +21,7 @@
 --                              job:stderr() (what it printed so far),
 --                              job:finish(timeout) -> {code, stdout, stderr}
 --                              (SIGKILL at the timeout)
+--   W.spawn_command(root, cmd, argv)  the same for any command
 local F = require "support"
 
 local W = {}
@@ -90,6 +91,11 @@ function W.eventually(fn, timeout)
 end
 
 function W.spawn(root, argv)
+  return W.spawn_command(root, "watch", argv)
+end
+
+--- W.spawn for any command: `agent-chat --root root COMMAND argv...`.
+function W.spawn_command(root, command, argv)
   local dir = F.tmpdir()
   -- The inner shell keeps the pid and, once it ends, the exit status:
   -- written aside and renamed, since job:finish polls for the file and
@@ -98,13 +104,13 @@ function W.spawn(root, argv)
 W=$1; shift
 ( "$A" "$@" >"$W/out" 2>"$W/err" </dev/null & echo $! >"$W/pid"; wait $!
   echo $? >"$W/rc.tmp"; mv "$W/rc.tmp" "$W/rc" ) >/dev/null 2>&1 &
-]], {}, dir, "--root", root, "watch", table.unpack(argv))
+]], {}, dir, "--root", root, command, table.unpack(argv))
   assert(rc == 0)
   local pid = W.eventually(function()
     local p = F.read(dir .. "/pid")
     return p and p:match("%d+")
   end)
-  assert(pid, "watch did not start")
+  assert(pid, command .. " did not start")
   local job = { pid = pid, dir = dir }
   function job.signal(_, sig)
     os.execute("kill -" .. sig .. " " .. pid .. " 2>/dev/null")

@@ -62,17 +62,23 @@ local function cmd_read(args, ctx)
 end
 
 local function cmd_wait(args, ctx)
+  if args.for_ or args.resume then
+    return require("agentchat.commands.waitany").run(args, ctx)
+  end
+  if not require("agentchat.commands.waitany").required(args, ctx) then
+    return 2
+  end
+  if args.json then
+    return ctx.fail("--json needs --for or --resume (a plain wait prints the messages as read does)",
+      "USAGE", 2)
+  end
   if not open.agent(ctx, args, "as", "--as") then
     return 2
   end
-  local ch <close>, rc = open_channel(args, ctx)
-  if not ch then
-    return rc
-  end
   -- No --interval: the config's wait.interval, else 5 (docs/config.md).
-  local interval, irc = open.interval(args, ctx)
-  if not interval then
-    return irc
+  local ch <close>, interval = open.waiting(args, ctx)
+  if not ch then
+    return interval
   end
   local out_ok = true
   local batch, msg, code, exit = ch:wait{
@@ -134,12 +140,23 @@ function M.register(sub)
     end })
 
   sub:parser("wait", { description = "Block (no CPU) until a message for the agent arrives, print it, move the cursor. "
-      .. "Exit 2 on timeout.", build = function(p)
-      p:positional{ "channel", help = "channel name" }
-      p:option{ "--as", dest = "as", required = true, help = "reader (agent name)" }
+      .. "Exit 2 on timeout. With --for, until any of the conditions holds (a message, a task state, a free "
+      .. "lock, an acked message, in this or another channel); on timeout it prints a resume token.",
+    build = function(p)
+      -- Required unless --resume (cmd_wait checks).
+      p:positional{ "channel", nargs = "?", help = "channel name (required unless --resume)" }
+      p:option{ "--as", dest = "as", help = "reader (agent name; required unless --resume)" }
       p:option{ "--timeout", type = "float", default = 900.0, help = "seconds to wait (default: 900)" }
       p:option{ "--interval", type = "float",
                 help = "rescan period in seconds where change notification is unavailable (default: 5)" }
+      p:option{ "--for", dest = "for_", action = "append", metavar = "COND",
+                help = "wake when this holds: message, task:ID=STATE, lock:PATH=free, receipt:SEQ=acked|read, "
+                  .. "each optionally prefixed by CHANNEL: (another channel); repeatable, the first that "
+                  .. "holds is printed" }
+      p:option{ "--resume", metavar = "TOKEN",
+                help = "wait again for the conditions of a timed-out --for wait, missing nothing that "
+                  .. "happened since (the token it printed)" }
+      p:option{ "--json", action = "store_true", help = "with --for: print the result as JSON" }
       open.reading_options(p, false)
       p:set_defaults{ handler = cmd_wait }
     end })

@@ -26,6 +26,8 @@
 --                                    not empty, not only blanks
 --   open.int_type(min, type_name)   an argparse type: a Python int >= min
 --   open.seconds(ctx, value, flag)   a float flag's value is a finite number
+--   open.waiting(args, ctx, view) the channel and rescan interval of a blocking
+--                                    command (wait, status watch)
 --                                    of seconds >= 0 (USAGE, exit 2)
 --   open.reading_options(p, budgets) --kind (and --max-messages,
 --                                    --max-bytes) for read, wait, inbox, peek
@@ -112,6 +114,22 @@ function M.seconds(ctx, value, flag)
     return nil, ctx.fail(flag .. " must be a finite number of seconds >= 0", "USAGE", 2)
   end
   return value
+end
+
+--- The channel of a blocking command (wait, status watch) and its rescan
+--- interval (M.interval): ch, interval; or nil and the exit code, the
+--- failure reported. `view` (default args) names the channel as M.channel.
+function M.waiting(args, ctx, view)
+  local ch, rc = M.channel(view or args, ctx)
+  if not ch then
+    return nil, rc
+  end
+  local interval, irc = M.interval(args, ctx)
+  if not interval then
+    ch:close()
+    return nil, irc
+  end
+  return ch, interval
 end
 
 function M.posted(ctx, channel, res)

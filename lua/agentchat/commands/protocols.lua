@@ -198,6 +198,7 @@ function M.age(s)
   return string.format("%dd", s // 86400)
 end
 
+--- Rows of cells as aligned columns (two spaces apart), one line each.
 local function columns(rows)
   local widths = {}
   for _, row in ipairs(rows) do
@@ -230,6 +231,9 @@ local function cmd_team(args, ctx)
     return ctx.fail(msg, code, exit)
   end
   if args.json then
+    for _, m in ipairs(team.members) do
+      m.status_keys = m.status_keys and json.array(m.status_keys)
+    end
     team.members = json.array(team.members)
     team.silent = json.array(team.silent)
     ctx.out(json.dumps(team, PRETTY) .. "\n")
@@ -248,8 +252,20 @@ local function cmd_team(args, ctx)
   ctx.out(columns(rows))
   ctx.out(string.format("silent for more than %ss: %s\n", py.float_repr(silent_after),
     #team.silent > 0 and table.concat(team.silent, ", ") or "(none)"))
+  -- Status keys (docs/status-keys.md), when anyone set one.
+  local keyrows = { { "  NAME", "KEY", "VALUE", "AGE", "STATE" } }
+  for _, m in ipairs(team.members) do
+    for _, k in ipairs(m.status_keys or {}) do
+      keyrows[#keyrows + 1] = { "  " .. m.name, k.key, k.value, M.age(k.age), k.expired and "expired" or "live" }
+    end
+  end
+  if #keyrows > 1 then
+    ctx.out("status keys:\n" .. columns(keyrows))
+  end
   return 0
 end
+
+M.columns = columns
 
 -- ------------------------------------------------------------ grammar
 
