@@ -26,9 +26,9 @@
 --                                    not empty, not only blanks
 --   open.int_type(min, type_name)   an argparse type: a Python int >= min
 --   open.seconds(ctx, value, flag)   a float flag's value is a finite number
---   open.waiting(args, ctx, view) the channel and rescan interval of a blocking
---                                    command (wait, status watch)
 --                                    of seconds >= 0 (USAGE, exit 2)
+--   open.waiting(args, ctx, view)    the channel and rescan interval of a
+--                                    blocking command (wait, status watch)
 --   open.reading_options(p, budgets) --kind (and --max-messages,
 --                                    --max-bytes) for read, wait, inbox, peek
 --   open.held_note(ctx, batch, args, who)
