@@ -1,7 +1,8 @@
 -- agentchat.cli: the command line. Builds the grammar (Python-compatible,
 -- see agentchat.argparse), dispatches to the command modules and turns
 -- failures into one stderr line and the exit code of docs/format.md 2.5.
-local argparse = require "agentchat.argparse"
+-- Not loaded for a command line a family parses without it (M.parse).
+local argparse = require("agentchat.lazy")("agentchat.argparse")
 local errors = require "agentchat.errors"
 
 local M = {}
@@ -121,7 +122,8 @@ end
 --- the whole parser names it; it has no parent). Anything else, and ARGS
 --- the command leaves unrecognized (the top level's error) or holding an
 --- argument starting with "--=" (which the top level finds ambiguous),
---- goes through the whole parser. cli_spec checks that both agree.
+--- goes through the whole parser. cli_parse_spec checks that both agree,
+--- the families' direct shortcuts too.
 function M.parse(argv)
   local i, root, store = 1, nil, nil
   while true do
@@ -146,6 +148,19 @@ function M.parse(argv)
       if a:sub(1, 3) == "--=" then
         family = nil
       end
+    end
+    -- A family may recognise its simplest lines itself (its direct(name,
+    -- rest): the args its parser would return, else nil), without
+    -- argparse: a hook runs on every prompt of every agent.
+    local mod = family and package.loaded["agentchat.commands." .. family]
+    local direct = family and (mod or require("agentchat.commands." .. family)).direct
+    local args = direct and direct(name, rest)
+    if args then
+      local out = { root = root, store = store, version = false, command = name }
+      for k, v in pairs(args) do
+        out[k] = v
+      end
+      return out
     end
     if family then
       local p = argparse.parser{ prog = "agent-chat " .. name }

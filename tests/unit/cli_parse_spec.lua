@@ -34,11 +34,19 @@ local TYPICAL = {
   wait = { { "c", "--as", "bob", "--timeout", "-1" } },
   peek = { { "c", "-n", "-3" }, { "c", "-n5" } },
   task = { { "create", "c", "j", "--from", "a", "--title", "t" }, { "claim", "c", "j", "--as", "b" },
-           { "nope" }, { "create", "-h" } },
+           { "nope" }, { "create", "-h" },
+           -- the lease commands' direct shortcut (commands/tasks.lua) and lines just off it
+           { "renew", "c", "j", "--as", "b" }, { "done", "c", "j", "--as", "b" },
+           { "release", "c", "j", "--as", "b" }, { "block", "c", "j", "--as", "b" },
+           { "recover", "c", "j", "--as", "b" }, { "claim", "c", "j", "--from", "b" },
+           { "claim", "c", "j", "--as", "" }, { "claim", "", "j", "--as", "b" },
+           { "claim", "c", "-j", "--as", "b" }, { "claim", "c", "j", "--as", "-b" },
+           { "claim", "c", "j", "--as", "b", "--lease-seconds", "5" }, { "claim", "c", "j", "--a", "b" } },
   lock = { { "c", "a/b", "docs", "--as", "alice", "--ttl", "60" } },
   unlock = { { "c", "id", "--as", "alice" } },
   check = { { "c", "dir7" } },
-  hook = { { "prompt" }, { "bogus" } },
+  hook = { { "prompt" }, { "bogus" }, { "stop" }, { "session-start" }, { "prompt", "x" }, { "-h" },
+           { "--", "prompt" } },
   event = { { "post", "c", "--type", "x", "--from", "a" } },
 }
 

@@ -200,6 +200,16 @@ local function cmd_hook(args, ctx)
   return 0
 end
 
+--- cli.parse's shortcut: `hook KIND` alone, as the parser below returns
+--- it (nil for anything else, which the parser then reads).
+function M.direct(_, rest)
+  local kind = rest[1]
+  if #rest == 1 and (kind == "session-start" or kind == "prompt" or kind == "stop") then
+    return { kind = kind, handler = cmd_hook }
+  end
+  return nil
+end
+
 function M.register(sub)
   sub:parser("hook", {
     description = "Host lifecycle hooks (docs/format.md 4): print a one-line notice when the agent "

@@ -14,9 +14,6 @@ local M = {}
 local SUBCOMMANDS = { "create", "list", "show", "update", "claim", "renew", "recover",
                       "recover-pending", "done", "block", "release", "next" }
 
--- `task next` found nothing to claim (docs/tasks.md "Work queues").
-M.EXIT_NONE_READY = 3
-
 -- Errors raised by the task parsers become one coded line.
 local TAG = {
   format_error = function(perr)
@@ -83,21 +80,7 @@ local function cmd_list(args, ctx)
     return ctx.fail(msg, code, exit)
   end
   if args.json then
-    local json = require "agentchat.json"
-    for i, t in ipairs(list) do
-      t.for_capability = json.array(ac.task_capabilities(t))
-      for _, k in ipairs({ "depends_on", "files_hint", "acceptance" }) do
-        t[k] = json.array(t[k] or {})
-      end
-      for _, k in ipairs({ "owner", "lease_expires_at", "branch" }) do
-        if t[k] == nil then
-          t[k] = json.null
-        end
-      end
-      list[i] = t
-    end
-    ctx.out(json.dumps(json.array(list), { indent = 2, sort_keys = true, ensure_ascii = false }) .. "\n")
-    return 0
+    return require("agentchat.commands.queue").list_json(list, ctx)
   end
   local rows = { { "ID", "STATUS", "OWNER", "DEPENDS_ON", "TITLE" } }
   for _, t in ipairs(list) do
@@ -235,28 +218,14 @@ local function cmd_lease(op)
   end
 end
 
--- `task next`: claim the oldest ready task for one of the agent's
--- capabilities; the claim line of `task claim`, or one line and exit 3.
+-- `task next` (agentchat.commands.queue): the channel opened as the
+-- task commands open it, the capabilities as their lists are given.
 local function cmd_next(args, ctx)
   local ch <close>, rc = open_channel(args, ctx)
   if not ch then
     return rc
   end
-  local wait, err_rc = open.seconds(ctx, args.wait, "--wait")
-  if not wait then
-    return err_rc
-  end
-  local t, msg, code, exit = ch:next_task{ as = args.as, capabilities = flat_list(args.capability),
-                                           lease = args.lease_seconds, wait = wait }
-  if not t then
-    if code == "TASK_NONE_READY" then
-      ctx.out(msg .. "\n")
-      return M.EXIT_NONE_READY
-    end
-    return ctx.fail(msg, code, exit)
-  end
-  ctx.out("claimed task " .. t.id .. " [" .. t.status .. "]\n")
-  return 0
+  return require("agentchat.commands.queue").next(ch, args, ctx, flat_list(args.capability))
 end
 
 local function cmd_recover_pending(args, ctx)
@@ -310,6 +279,26 @@ local build_task
 function M.register(sub)
   sub:parser("task", { description = "Task board with dependencies and expiring leases.", tag = TAG,
     build = function(task) build_task(task) end })
+end
+
+-- cli.parse's shortcut for the lease commands' usual line, `task OP CH ID
+-- --as A`: what the parser below returns for it (lease_seconds where OP
+-- takes one); nil for any other line, which the parser then reads. An
+-- agent runs these all day; the parser is the largest module to load.
+local DIRECT_LEASE = { claim = 300.0, renew = 300.0, done = false, release = false, block = false }
+
+function M.direct(_, rest)
+  local op, lease = rest[1], DIRECT_LEASE[rest[1]]
+  if #rest ~= 5 or lease == nil or rest[4] ~= "--as" then
+    return nil
+  end
+  for _, v in ipairs({ rest[2], rest[3], rest[5] }) do
+    if v == "" or v:sub(1, 1) == "-" then
+      return nil
+    end
+  end
+  return { task_command = op, channel = rest[2], task_id = rest[3], as = rest[5],
+           lease_seconds = lease or nil, handler = cmd_lease(op) }
 end
 
 local HANDLERS = { create = cmd_create, list = cmd_list, show = cmd_show, update = cmd_update,
