@@ -152,28 +152,27 @@ function M.parse(argv)
     -- A family may recognise its simplest lines itself (its direct(name,
     -- rest): the args its parser would return, else nil), without
     -- argparse: a hook runs on every prompt of every agent.
-    local mod = family and package.loaded["agentchat.commands." .. family]
-    local direct = family and (mod or require("agentchat.commands." .. family)).direct
-    local args = direct and direct(name, rest)
-    if args then
+    local function whole(args)
       local out = { root = root, store = store, version = false, command = name }
       for k, v in pairs(args) do
         out[k] = v
       end
       return out
     end
+    local direct = family and require("agentchat.commands." .. family).direct
+    local args = direct and direct(name, rest)
+    if args then
+      return whole(args)
+    end
     if family then
       local p = argparse.parser{ prog = "agent-chat " .. name }
       build_command(family, name, p)
-      local args, extras = p:parse_known(rest)
+      local extras
+      args, extras = p:parse_known(rest)
       if args == nil then
         return nil, extras
       elseif #extras == 0 then
-        local out = { root = root, store = store, version = false, command = name }
-        for k, v in pairs(args) do
-          out[k] = v
-        end
-        return out
+        return whole(args)
       end
     end
   end

@@ -45,6 +45,7 @@ local TYPICAL = {
   lock = { { "c", "a/b", "docs", "--as", "alice", "--ttl", "60" } },
   unlock = { { "c", "id", "--as", "alice" } },
   check = { { "c", "dir7" } },
+  roster = { { "c" }, { "-c" }, { "" }, { "c", "d" }, { "--", "c" } },
   hook = { { "prompt" }, { "bogus" }, { "stop" }, { "session-start" }, { "prompt", "x" }, { "-h" },
            { "--", "prompt" } },
   event = { { "post", "c", "--type", "x", "--from", "a" } },

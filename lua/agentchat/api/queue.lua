@@ -146,11 +146,7 @@ local function sort_oldest(list, created)
   end)
 end
 
-local function need_as(opts, what)
-  if type(opts) ~= "table" or type(opts.as) ~= "string" then
-    error(what .. " expects {as = name}", 3)
-  end
-end
+local need_as = require("agentchat.api.tasks").need_as
 
 --- task_create's acceptance list with an item per capability of `list`
 --- (for_capability) appended; or nil, message, code, exit for a bad name.

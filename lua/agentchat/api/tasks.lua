@@ -30,6 +30,7 @@ local function need_as(opts, what)
     error(what .. " expects {as = name}", 3)
   end
 end
+A.need_as = need_as     -- (api/queue.lua's next_task)
 
 function A.install(Channel, M)
   function Channel:tasks()

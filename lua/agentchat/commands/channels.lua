@@ -116,6 +116,16 @@ end
 
 -- ------------------------------------------------------------ grammar
 
+--- cli.parse's shortcut: `roster CH` as the parser below returns it (nil
+--- for anything else, which the parser then reads).
+function M.direct(name, rest)
+  local ch = rest[1]
+  if name == "roster" and #rest == 1 and ch ~= "" and ch:sub(1, 1) ~= "-" then
+    return { channel = ch, handler = cmd_roster }
+  end
+  return nil
+end
+
 function M.register(sub)
   -- Arguments are defined on first use (argparse `build`): a command line
   -- pays only for the subcommand it runs.
