@@ -15,15 +15,7 @@ local F = require "support"
 local S = {}
 
 function S.eventually(fn, timeout)
-  local t0 = F.now()
-  repeat
-    local v = fn()
-    if v then
-      return v
-    end
-    F.sleep(0.01)
-  until F.now() - t0 > (timeout or 10)
-  return fn()
+  return F.eventually(fn, timeout, 0.01)
 end
 
 local Server = {}

@@ -473,5 +473,19 @@ function F.sleep(s)
   os.execute("sleep " .. tostring(s))
 end
 
+--- Call fn() every `step` seconds (default 0.05) until it returns a true
+--- value or `timeout` seconds (default 10) pass; then its last value.
+function F.eventually(fn, timeout, step)
+  local t0 = F.now()
+  repeat
+    local v = fn()
+    if v then
+      return v
+    end
+    F.sleep(step or 0.05)
+  until F.now() - t0 > (timeout or 10)
+  return fn()
+end
+
 package.loaded["support"] = F
 return F

@@ -79,15 +79,7 @@ function W.set_of(list)
 end
 
 function W.eventually(fn, timeout)
-  local t0 = F.now()
-  repeat
-    local v = fn()
-    if v then
-      return v
-    end
-    F.sleep(0.05)
-  until F.now() - t0 > (timeout or 10)
-  return fn()
+  return F.eventually(fn, timeout)
 end
 
 function W.spawn(root, argv)
