@@ -9,6 +9,8 @@
  *   store.copy(src, dst, name)            -- copy a channel between stores (copy.h):
  *                                         {messages=, records=, acks=, cursors=, skipped=}
  *   st:kind()                             -- "fs" | "etcd"
+ *   st:end_session()                      -- what the process holds on the
+ *                                         server ends (etcd: its lease)
  *   st:channels()                         -- { "a", "b" }
  *   st:create(name, meta_json)            -- true
  *   local ch = st:channel(name[, bare])    -- userdata "agentchat.channel"; bare:
@@ -485,6 +487,17 @@ static int store_gc(lua_State *L)
     struct l_store *s = luaL_checkudata(L, 1, STORE_MT);
     s->closed = 1;
     store_release(s);
+    return 0;
+}
+
+/* st:end_session(): what the process holds on the server ends now
+ * (etcd: its session lease and the locks on it); the store stays usable.
+ * The CLI calls it before exiting without lua_close. */
+static int store_end_session(lua_State *L)
+{
+    struct l_store *s = luaL_checkudata(L, 1, STORE_MT);
+    if (s->st)
+        ac_store_session_end(s->st);
     return 0;
 }
 
@@ -1247,7 +1260,8 @@ static const luaL_Reg chanwatch_methods[] = {
 
 static const luaL_Reg store_methods[] = {
     { "channels", store_channels }, { "create", store_create }, { "channel", store_channel },
-    { "root", store_root }, { "kind", store_kind }, { "close", store_gc }, { NULL, NULL }
+    { "root", store_root }, { "kind", store_kind }, { "close", store_gc },
+    { "end_session", store_end_session }, { NULL, NULL }
 };
 
 static const luaL_Reg chan_methods[] = {

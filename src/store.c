@@ -48,6 +48,12 @@ void ac_store_close(struct ac_store *st)
         st->ops->destroy(st);
 }
 
+void ac_store_session_end(struct ac_store *st)
+{
+    if (HAS(st, 2, session_end))
+        st->ops->session_end(st);
+}
+
 int ac_store_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err)
 {
     return st->ops->chan_names(st, names, n, err);

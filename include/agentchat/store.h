@@ -540,6 +540,13 @@ struct ac_store_ops {
      * when there is nothing to watch yet. May be NULL
      * (ac_chan_watch_add then fails with ENOSYS). */
     int (*watch_add)(struct ac_watch *w, struct ac_chan *ch, int what, uint64_t seq);
+    /* End what this process holds on the server before it exits without
+     * closing anything (the CLI skips freeing its state: a tenth of a short
+     * command): etcd revokes the session lease, which ends every lock still
+     * on it. The store stays usable (a later lock grants a new lease).
+     * Best effort, never fails. May be NULL (nothing is held: the folder's
+     * flocks end with the process). */
+    void (*session_end)(struct ac_store *st);
 };
 
 struct ac_store {
@@ -580,6 +587,9 @@ int ac_store_is_etcd(const char *spec);
 /* ---- the wrappers: the only way to call a backend ---- */
 
 void ac_store_close(struct ac_store *st);
+/* What the process holds on the server ends now (the op session_end);
+ * the store, its channels and handles stay valid. */
+void ac_store_session_end(struct ac_store *st);
 int ac_store_channels(struct ac_store *st, char ***names, size_t *n, struct ac_err *err);
 int ac_store_chan_open(struct ac_store *st, const char *name, struct ac_chan **out,
                        struct ac_err *err);

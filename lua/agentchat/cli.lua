@@ -308,8 +308,8 @@ end
 
 --- Entry point used by the host: argv[0] is the program name. Returns the
 --- exit code and whether the state may be left unclosed (no user code ran
---- that a finalizer could belong to, and no etcd store was opened, whose
---- close ends its session lease).
+--- that a finalizer could belong to; the session leases of the etcd stores
+--- opened are ended here).
 function M.main(argv)
   local ok, code, command = xpcall(run_main, function(e)
     if errors.is_error(e) or (type(e) == "table" and e.code) then
@@ -318,7 +318,14 @@ function M.main(argv)
     return debug.traceback(tostring(e), 2)
   end, argv)
   if ok then
-    return code, not USER_CODE[command] and not require("agentchat").remote_opened
+    if USER_CODE[command] then
+      return code, false
+    end
+    local ac = package.loaded["agentchat"]   -- not loaded: no store was opened
+    if ac then
+      ac.end_sessions()
+    end
+    return code, true
   end
   if type(code) == "table" then
     -- A domain error raised through the stack (e.g. Ctrl-C in Lua code).

@@ -57,6 +57,24 @@ function M.join_path(root, name)
   return root .. "/" .. name
 end
 
+-- Cheap probes for the config files (config.user_path and config.root_path
+-- say where they are): most commands run without any, and loading the
+-- config module costs about a tenth of a command. A file that cannot be
+-- probed (not ENOENT, ENOTDIR) counts as present: config.load decides.
+local function file_present(path)
+  local data, _, errno = sys.read_file(path, 1)
+  return data ~= nil or (errno ~= 2 and errno ~= 20)
+end
+
+local function user_config_present()
+  local xdg = os.getenv("XDG_CONFIG_HOME")
+  if xdg and xdg:sub(1, 1) == "/" then
+    return file_present(xdg .. "/agent-chat/config.yaml")
+  end
+  local home = sys.home()
+  return home ~= nil and file_present(home .. "/.config/agent-chat/config.yaml")
+end
+
 --- The root a command uses: `flag`, else $AGENT_CHAT_ROOT (empty = unset),
 --- else the user config's `root` (docs/config.md), else ~/agent-chat.
 --- Returns the normalized path (CONFIG_INVALID when the user config that
@@ -71,7 +89,10 @@ function M.resolve_root(flag)
     if env and env ~= "" then
       root = env
     else
-      local configured, msg, code = require("agentchat.config").user_root()
+      local configured, msg, code = false, nil, nil
+      if user_config_present() then
+        configured, msg, code = require("agentchat.config").user_root()
+      end
       if configured == nil then
         return fail(code, msg)
       end
@@ -110,24 +131,9 @@ local Root = {}
 Root.__index = Root
 Root.__name = "agentchat.root"
 
--- Could a config file name a store? A cheap probe for the two files first
--- (config.user_path and config.root_path say where they are): most commands
--- run without any, and loading the config module costs about a tenth of a
--- command.
+-- Could a config file name a store? (the root's, then the user's)
 local function config_present(root)
-  local function present(path)
-    local data, _, errno = sys.read_file(path, 1)
-    return data ~= nil or (errno ~= 2 and errno ~= 20)     -- ENOENT, ENOTDIR: absent
-  end
-  if present(M.join_path(root, "agent-chat.yaml")) then
-    return true
-  end
-  local xdg = os.getenv("XDG_CONFIG_HOME")
-  if xdg and xdg:sub(1, 1) == "/" then
-    return present(xdg .. "/agent-chat/config.yaml")
-  end
-  local home = sys.home()
-  return home ~= nil and present(home .. "/.config/agent-chat/config.yaml")
+  return file_present(M.join_path(root, "agent-chat.yaml")) or user_config_present()
 end
 
 --- The store of a root (docs/etcd.md): `flag` (--store), else M.default_store,
@@ -152,6 +158,17 @@ function M.resolve_store(root, flag)
     return false
   end
   return require("agentchat.storechoice").resolve(root, spec, present)
+end
+
+-- The etcd stores ac.open opened, weak: a script's unused ones go.
+local remote_stores = setmetatable({}, { __mode = "k" })
+
+--- End the session of every etcd store opened (store.h session_end): what
+--- the CLI does before it exits without freeing its state.
+function M.end_sessions()
+  for st in pairs(remote_stores) do
+    st:end_session()
+  end
 end
 
 --- Open a root (need not exist). `path` nil resolves as resolve_root(nil);
@@ -189,9 +206,9 @@ function M.open(path)
     return nil, smsg, scode, sexit
   end
   if spec then
-    -- An etcd store ends its session lease and connections when it is
-    -- closed: the CLI must close the state before it exits (cli.main).
-    M.remote_opened = true
+    -- An etcd store's session lease must end before the CLI exits without
+    -- closing its state (cli.main calls M.end_sessions).
+    remote_stores[st] = true
   end
   -- path: where the channels are, as messages name it (the folder, or the
   -- store's URL); dir: the root folder of the config files.

@@ -136,14 +136,22 @@ void et_msg_name(uint64_t seq, const char *from, const char *title, char *out, s
 
 /* ---- the connection and its session lease ---- */
 
+/* Revoke the session lease, if one was granted: the keys on it (locks)
+ * go with it. Best effort: one that cannot be revoked expires. */
+static void lease_end(struct et_conn *c)
+{
+    if (c->lease) {
+        struct ac_err ignored = AC_ERR_INIT;
+        ac_etcd_lease_revoke(c->e, c->lease, ac_etcd_deadline_in(1000), &ignored);
+        c->lease = 0;
+    }
+}
+
 static void conn_unref(struct et_conn *c)
 {
     if (!c || --c->refs > 0)
         return;
-    if (c->lease) {
-        struct ac_err ignored = AC_ERR_INIT;
-        ac_etcd_lease_revoke(c->e, c->lease, ac_etcd_deadline_in(1000), &ignored);
-    }
+    lease_end(c);
     ac_etcd_close(c->e);
     free(c);
 }
@@ -179,6 +187,11 @@ static void et_destroy(struct ac_store *base)
     free(st->prefix);
     free(st->base.root);
     free(st);
+}
+
+static void et_session_end(struct ac_store *base)
+{
+    lease_end(((struct et_store *)base)->conn);
 }
 
 static int bad_url(struct ac_err *err, const char *why)
@@ -1810,4 +1823,5 @@ static const struct ac_store_ops et_ops = {
     NULL,                       /* watch_wait_many: wait --for waits on one
                                    watch at a time (wait.h) */
     NULL,                       /* watch_add: a watch of each channel */
+    et_session_end,
 };

@@ -1045,4 +1045,5 @@ static const struct ac_store_ops fs_ops = {
     fs_chan_open_bare,
     fs_watch_wait_many,
     fs_watch_add,
+    NULL,                       /* session_end: flocks end with the process */
 };

@@ -134,7 +134,7 @@ describe("the etcd store: messages", function()
   it("ends its session lease when a command exits: a timed-out wait leaves no lease behind", function()
     -- A wait prepares the session lease of the cursor lock it takes on
     -- waking; the CLI must close the store (which revokes it) before it
-    -- exits, not leave it to expire (cli.main, agentchat.remote_opened).
+    -- exits, not leave it to expire (cli.main, agentchat.end_sessions).
     local store, root = E.store(), F.new_root()
     assert.equal(0, E.ac(store, root, { "init", "l" }).code)
     local function leases()
@@ -149,6 +149,17 @@ describe("the etcd store: messages", function()
     assert.equal(2, r.code, F.show(r.stderr))    -- the timeout's
     assert.truthy(r.stderr:find("timeout after 1.0s", 1, true), r.stderr)
     assert.equal(before, leases():match("found (%d+) leases"))
+    -- every command that takes a lock on its lease: a read (the cursor
+    -- lock), a path lock and a task claim (the board's lock)
+    for _, argv in ipairs({ { "post", "l", "--from", "a", "--title", "t", "--body", "b" },
+                            { "read", "l", "--as", "bob" },
+                            { "lock", "l", "src/a.c", "--as", "bob" },
+                            { "task", "create", "l", "t1", "--title", "t", "--from", "a" },
+                            { "task", "claim", "l", "t1", "--as", "bob" } }) do
+      r = E.ac(store, root, argv)
+      assert.equal(0, r.code, F.show(r.stderr))
+      assert.equal(before, leases():match("found (%d+) leases"), table.concat(argv, " "))
+    end
   end)
 
   it("keeps cursors monotonic under concurrent readers: each message read once", function()
