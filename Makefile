@@ -87,7 +87,7 @@ endif
 # interface; nothing above it sees its headers (make check-layers).
 FS_SRC := src/fs/fsutil.c src/fs/dirwatch.c src/fs/scan.c src/fs/seq.c src/fs/cursor.c \
           src/fs/mutex.c src/fs/records.c src/fs/workspace.c src/fs/journal.c src/fs/fsck.c \
-          src/fs/store_fs.c src/fs/hostfile.c
+          src/fs/store_fs.c src/fs/hostfile.c src/fs/trim.c
 RUNTIME_SRC := src/err.c src/fault.c src/utf8.c src/pystr.c src/slug.c \
                src/buf.c src/json.c src/clock.c src/channel.c src/frontmatter.c \
                $(FS_SRC) src/store.c \
@@ -124,7 +124,7 @@ CURL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libcurl)
 ETCD_LIBS := -ldl
 ETCD_SRC := src/etcd/curlapi.c src/etcd/wire.c src/etcd/client.c src/etcd/http.c src/etcd/ops.c \
             src/etcd/watch.c \
-            src/etcd/store_etcd.c src/etcd/records_etcd.c src/etcd/fsck_etcd.c
+            src/etcd/store_etcd.c src/etcd/records_etcd.c src/etcd/fsck_etcd.c src/etcd/trim_etcd.c
 ETCD_OBJ := $(ETCD_SRC:src/%.c=build/%.o)
 
 # The vendored kit: the source kit plus our documented deviations

@@ -33,6 +33,10 @@
  *   ch:summary()                          -- { count=, max_seq=, last_name= }
  *   ch:meta()                             -- raw _meta.json bytes
  *   ch:bare()                             -- opened bare, its metadata missing
+ *   ch:trim(through [, check])            -- messages, acks, newest: the
+ *                                         messages 1..through and their acks
+ *                                         removed, the newest kept (check:
+ *                                         nothing removed, acks 0)
  *   ch:cursor(agent) / ch:set_cursor(agent, n)
  *   ch:advance_cursor(agent, n, expected)  -- true; the write of a read
  *                                         (ac_cursor_advance; expected may be nil)
@@ -916,6 +920,26 @@ static int chan_set_cursor(lua_State *L)
     return 1;
 }
 
+/* ch:trim(through [, check]): the messages 1..through and their acks
+ * removed, the newest kept (ac_chan_msg_trim; check: only its checks,
+ * ac_chan_msg_trim_check): messages, acks, newest. */
+static int chan_trim(lua_State *L)
+{
+    struct l_chan *c = check_chan(L, 1);
+    lua_Integer through = luaL_checkinteger(L, 2);
+    int check = lua_toboolean(L, 3);
+    struct ac_trim_result res;
+    struct ac_err err = AC_ERR_INIT;
+    luaL_argcheck(L, through >= 1, 2, "seq must be >= 1");
+    if ((check ? ac_chan_msg_trim_check : ac_chan_msg_trim)(c->ch, (uint64_t)through, &res,
+                                                            &err) == -1)
+        return ac_lua_fail_err(L, &err);
+    lua_pushinteger(L, (lua_Integer)res.messages);
+    lua_pushinteger(L, (lua_Integer)res.acks);
+    lua_pushinteger(L, (lua_Integer)res.newest);
+    return 3;
+}
+
 /* ch:advance_cursor(agent, value, expected): the write of a read
  * (ac_chan_cursor_advance; expected may be nil). */
 static int chan_advance_cursor(lua_State *L)
@@ -1271,7 +1295,7 @@ static const luaL_Reg chan_methods[] = {
     { "summary", chan_summary }, { "cursor", chan_cursor }, { "set_cursor", chan_set_cursor },
     { "advance_cursor", chan_advance_cursor }, { "cursor_lock", chan_cursor_lock },
     { "wait", chan_wait }, { "watch", chan_watch }, { "claim_marker", chan_claim_marker },
-    { "write_state", chan_write_state }, { "exclusive", chan_exclusive },
+    { "write_state", chan_write_state }, { "exclusive", chan_exclusive }, { "trim", chan_trim },
     { "close", chan_close }, { NULL, NULL }
 };
 

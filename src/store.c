@@ -10,6 +10,7 @@
 #include "agentchat/store.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +307,41 @@ int ac_chan_msg_put(struct ac_chan *ch, const char *name, const char *data, size
     if (fault("store.msg_put", "copy the message", err) == -1)
         return -1;
     return CHOPS(ch)->msg_put(ch, name, data, len, err);
+}
+
+int ac_chan_msg_trim_check(struct ac_chan *ch, uint64_t through, struct ac_trim_result *out,
+                           struct ac_err *err)
+{
+    struct ac_listing l;
+    size_t i;
+    memset(out, 0, sizeof *out);
+    if (!HAS(ch->store, 2, msg_trim))
+        return unsupported(ch->store, "trim messages", err);
+    if (ac_chan_msg_list(ch, 0, 0, &l, err) == -1)
+        return -1;
+    out->newest = l.max_seq;
+    for (i = 0; i < l.n && l.v[i].seq <= through; i++)
+        out->messages++;
+    ac_listing_free(&l);
+    if (out->newest <= through) {
+        if (out->newest == 0)
+            return ac_err_set(err, AC_EXIT_GENERAL, "TRIM_KEEPS_NEWEST",
+                              "channel '%s' has no messages to trim", ch->name);
+        return ac_err_set(err, AC_EXIT_GENERAL, "TRIM_KEEPS_NEWEST",
+                          "trim keeps the newest message of '%s' (#%" PRIu64 "): trim through "
+                          "#%" PRIu64 " at most", ch->name, out->newest, out->newest - 1);
+    }
+    return 0;
+}
+
+int ac_chan_msg_trim(struct ac_chan *ch, uint64_t through, struct ac_trim_result *out,
+                     struct ac_err *err)
+{
+    if (ac_chan_msg_trim_check(ch, through, out, err) == -1)
+        return -1;
+    if (fault("store.msg_trim", "trim the messages", err) == -1)
+        return -1;
+    return CHOPS(ch)->msg_trim(ch, through, &out->acks, err);
 }
 
 void ac_mutex_keep(struct ac_mutex *m)

@@ -547,6 +547,14 @@ struct ac_store_ops {
      * Best effort, never fails. May be NULL (nothing is held: the folder's
      * flocks end with the process). */
     void (*session_end)(struct ac_store *st);
+    /* Retention (ac_chan_msg_trim checks the arguments first): remove the
+     * messages with seq <= through, then the acks of those seqs (etcd:
+     * also their idempotency tokens); the seq counter stays, so no seq is
+     * ever reused. Messages before acks: a trim that stopped half way
+     * left messages gone and some of their acks (which nothing reads
+     * without the message), and the same trim run again finishes it.
+     * *acks: the ack records removed. May be NULL (STORE_UNSUPPORTED). */
+    int (*msg_trim)(struct ac_chan *ch, uint64_t through, size_t *acks, struct ac_err *err);
 };
 
 struct ac_store {
@@ -666,6 +674,26 @@ int ac_chan_cursor_advance(struct ac_chan *ch, const char *agent, const int64_t 
 int ac_chan_cursor_lock(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
                         struct ac_err *err);
 /* ops->msg_put; fault point store.msg_put. */
+/* What ac_chan_msg_trim removed. */
+struct ac_trim_result {
+    size_t messages;            /* message files (a seq the Python tool gave
+                                   twice counts twice) */
+    size_t acks;                /* ack records */
+    uint64_t newest;            /* the newest message's seq, which stays */
+};
+
+/* Remove the messages with seq 1..through and their acks, keeping the
+ * newest message: TRIM_KEEPS_NEWEST (exit 1, nothing removed) when no
+ * message is above `through` (so a folder shared with the Python tool,
+ * which numbers a post from the files it sees, never reuses a seq; our
+ * own counter keeps the high-water mark anyway). STORE_UNSUPPORTED on a
+ * backend without msg_trim. */
+int ac_chan_msg_trim(struct ac_chan *ch, uint64_t through, struct ac_trim_result *out,
+                     struct ac_err *err);
+/* Its checks alone: what it would remove (out->acks stays 0: counting
+ * them costs what removing them does), or its refusal. Nothing changes. */
+int ac_chan_msg_trim_check(struct ac_chan *ch, uint64_t through, struct ac_trim_result *out,
+                           struct ac_err *err);
 int ac_chan_msg_put(struct ac_chan *ch, const char *name, const char *data, size_t len,
                     struct ac_err *err);
 

@@ -41,6 +41,7 @@ M.commands = {
   { "status", "status", "latest-wins status keys per agent: set, get, watch" },
   { "import", "import", "import a team mailbox, a receipt-bus folder, a Claude Code team or a folder root into a channel" },
   { "export", "export", "copy channels to a folder in the folder format" },
+  { "trim", "export", "archive a channel to a folder, then remove its old messages" },
   { "bridge", "bridge", "carry messages between a channel and a Claude Code agent team, live" },
   { "run", "scripting", "run a Lua script with the agentchat API" },
   { "watch", "watch", "run a Lua handler for each new message (zero-token loop)" },

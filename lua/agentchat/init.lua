@@ -390,6 +390,7 @@ M._families = {
   inbox = { Root = { "inbox", "commit_inbox" } },
   fsck = { Root = { "fsck" } },
   copy = { Root = { "export", "import_folder" } },
+  trim = { Channel = { "trim" } },
   doctor = { Channel = { "doctor" } },
   import = { Channel = { "import_team", "import_bus", "import_claude_team" } },
 }

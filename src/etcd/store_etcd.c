@@ -418,7 +418,7 @@ static struct ac_etcd_op op_put(const char *key, const char *value, size_t len, 
     return o;
 }
 
-static struct ac_etcd_op op_delete(struct ac_etcd_keys keys)
+struct ac_etcd_op et_op_delete(struct ac_etcd_keys keys)
 {
     struct ac_etcd_op o;
     memset(&o, 0, sizeof o);
@@ -471,7 +471,7 @@ static int et_chan_names(struct ac_store *base, char ***out, size_t *n, struct a
     return 0;
 }
 
-static int not_found(struct ac_store *base, const char *name, struct ac_err *err)
+int et_not_found(struct ac_store *base, const char *name, struct ac_err *err)
 {
     char shown[300];
     ac_err_quote(shown, sizeof shown, name, 200);
@@ -579,7 +579,7 @@ static int et_chan_open(struct ac_store *base, const char *name, struct ac_chan 
     ac_etcd_range_res_free(&rs);
     if (!ch->meta) {
         et_chan_close(&ch->base);
-        return not_found(base, name, err);
+        return et_not_found(base, name, err);
     }
     *out = &ch->base;
     return 0;
@@ -956,7 +956,7 @@ static int post_attempt(struct ac_etcd *e, void *ctx, int64_t deadline, struct a
     ok[0] = op_put(seqk, next, strlen(next), 0);
     ok[1] = op_put(msgk, text, len, 0);
     ok[2] = op_put(idk, p->token, strlen(p->token), 0);
-    ok[3] = op_delete(KEY(oldk));
+    ok[3] = et_op_delete(KEY(oldk));
     no[0] = op_range(KEY(ch->meta_key), 0, 1, 0);
     no[1] = op_range(KEY(seqk), 0, 0, 0);
     no[2] = op_range(RANGE(ifrom, iend), 0, 0, 64);
@@ -980,7 +980,7 @@ static int post_attempt(struct ac_etcd *e, void *ctx, int64_t deadline, struct a
         goto out;
     }
     if (r.ops[0].range.count == 0) {
-        rc = not_found(ch->base.store, ch->base.name, err);
+        rc = et_not_found(ch->base.store, ch->base.name, err);
         goto out;
     }
     /* An earlier attempt whose answer was lost may have committed. */
@@ -1322,7 +1322,7 @@ static void et_mutex_release(struct ac_mutex *base)
     struct et_conn *c = m->conn;
     struct ac_etcd_cmp cmp = { KEY(m->key), AC_ETCD_CREATE, AC_ETCD_EQUAL,
                                (int64_t)m->base.generation, NULL, 0 };
-    struct ac_etcd_op op = op_delete(KEY(m->key));
+    struct ac_etcd_op op = et_op_delete(KEY(m->key));
     struct ac_etcd_txn_req t = { &cmp, 1, &op, 1, NULL, 0 };
     struct ac_etcd_txn_res r;
     struct ac_err ignored = AC_ERR_INIT;
@@ -1602,7 +1602,7 @@ static int et_marker_claim(struct ac_chan *base, const char *marker, const char 
         struct ac_etcd_cmp cmp[2] = {
             { KEY(mk), AC_ETCD_MOD, AC_ETCD_EQUAL, rs.kvs[0].mod_revision, NULL, 0 },
             { KEY(dk), AC_ETCD_VERSION, AC_ETCD_EQUAL, 0, NULL, 0 } };
-        struct ac_etcd_op ops[2] = { op_delete(KEY(mk)),
+        struct ac_etcd_op ops[2] = { et_op_delete(KEY(mk)),
                                      op_put(dk, rs.kvs[0].value, rs.kvs[0].value_len, 0) };
         struct ac_etcd_txn_req t = { cmp, 2, ops, 2, NULL, 0 };
         struct ac_etcd_txn_res r;
@@ -1729,7 +1729,7 @@ static int put_attempt(struct ac_etcd *e, void *ctx, int64_t deadline, struct ac
         ch->seq_mod = r.revision;
         rc = 1;
     } else if (r.ops[0].range.count == 0) {
-        rc = not_found(ch->base.store, ch->base.name, err);
+        rc = et_not_found(ch->base.store, ch->base.name, err);
     } else if (r.ops[1].range.count > 0) {
         /* taken; by this very copy when an earlier attempt's answer was lost */
         const struct ac_etcd_kv *kv = &r.ops[1].range.kvs[0];
@@ -1824,4 +1824,5 @@ static const struct ac_store_ops et_ops = {
                                    watch at a time (wait.h) */
     NULL,                       /* watch_add: a watch of each channel */
     et_session_end,
+    et_msg_trim,
 };

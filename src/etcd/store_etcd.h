@@ -92,6 +92,15 @@ char *et_key(const struct et_chan *ch, ...);
  * prefix end: the last byte incremented). malloc'ed, or NULL. */
 char *et_prefix_end(const char *prefix);
 
+/* A DELETE operation of a transaction over `keys`. */
+struct ac_etcd_op et_op_delete(struct ac_etcd_keys keys);
+
+/* CHANNEL_NOT_FOUND for channel `name` of the store (always -1). */
+int et_not_found(struct ac_store *base, const char *name, struct ac_err *err);
+
+/* Retention, the op msg_trim (trim_etcd.c). */
+int et_msg_trim(struct ac_chan *ch, uint64_t through, size_t *acks, struct ac_err *err);
+
 /* An error of the client, passed through; ETCD_NOMEM for a NULL key. */
 int et_nomem(struct ac_err *err);
 

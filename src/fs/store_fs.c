@@ -1046,4 +1046,5 @@ static const struct ac_store_ops fs_ops = {
     fs_watch_wait_many,
     fs_watch_add,
     NULL,                       /* session_end: flocks end with the process */
+    ac_fs_msg_trim,
 };

@@ -49,6 +49,9 @@ int ac_fs_rec_create(struct ac_chan *ch, int family, const char *name, const cha
                      size_t len, struct ac_err *err);
 void ac_fs_rec_where(struct ac_chan *ch, int family, const char *name, char *out, size_t size);
 
+/* Retention, the op msg_trim (trim.c). */
+int ac_fs_msg_trim(struct ac_chan *ch, uint64_t through, size_t *acks, struct ac_err *err);
+
 /* The backend's fsck (fsck.c). */
 int ac_fs_fsck(struct ac_chan *ch, int flags, struct ac_fsck_report *r, struct ac_err *err);
 

@@ -3,6 +3,12 @@
 -- folder format (docs/etcd.md "Migration"; include/agentchat/copy.h says
 -- what is copied). One line per channel; a channel DIR has already is
 -- refused (CHANNEL_EXISTS, exit 1).
+--
+-- `agent-chat trim CHANNEL --through N --archive DIR [--dry-run]`: archive,
+-- then trim (docs/etcd.md "Retention"): the channel is exported to DIR as
+-- above, and only once that succeeded are its messages 1..N and their acks
+-- removed (ch:trim). The newest message always stays (TRIM_KEEPS_NEWEST,
+-- checked before anything is written).
 local ac = require "agentchat"
 local open = require "agentchat.commands.open"
 
@@ -44,6 +50,39 @@ local function cmd_export(args, ctx)
   end, msg, code, exit, partial)
 end
 
+local function cmd_trim(args, ctx)
+  local ch <close>, root = open.channel(args, ctx)
+  if not ch then
+    return root
+  end
+  local check, msg, code, exit = ch:trim(args.through, { dry_run = true })
+  if not check then
+    return ctx.fail(msg, code, exit)
+  end
+  local archive = ac.join_path(ac.normalize_path(args.archive), args.channel)
+  if args.dry_run then
+    ctx.out(string.format("would archive '%s' to %s, then remove %d messages (#1 to #%d); "
+      .. "#%d and later stay\n", args.channel, archive, check.messages, args.through, args.through + 1))
+    return 0
+  end
+  local reports, partial
+  reports, msg, code, exit, partial = root:export(args.archive, { channels = { args.channel } })
+  local erc = M.report(ctx, reports, function(rep)
+    return string.format("exported '%s' to %s: %s", rep.channel, archive, M.counts(rep))
+  end, msg, code, exit, partial)
+  if erc ~= 0 then
+    return erc
+  end
+  local done
+  done, msg, code, exit = ch:trim(args.through)
+  if not done then
+    return ctx.fail(msg, code, exit)
+  end
+  ctx.out(string.format("trimmed '%s' through #%d: %d messages, %d acks removed; #%d and later stay\n",
+    args.channel, args.through, done.messages, done.acks, args.through + 1))
+  return 0
+end
+
 function M.register(sub)
   sub:parser("export", {
     description = "Copy channels (default: all) to a folder in the folder format: messages, tasks, "
@@ -52,6 +91,19 @@ function M.register(sub)
       p:option{ "--to", required = true, metavar = "DIR", help = "the folder root to write" }
       p:positional{ "channels", nargs = "*", metavar = "CHANNEL", help = "channels to export (default: all)" }
       p:set_defaults{ handler = cmd_export }
+    end })
+  sub:parser("trim", {
+    description = "Archive a channel to a folder (as export does), then remove its messages up to a seq "
+      .. "and their acks. The seq counter stays, so no seq is reused; the newest message always stays "
+      .. "(docs/etcd.md).",
+    build = function(p)
+      p:positional{ "channel", help = "channel name" }
+      p:option{ "--through", required = true, type = open.int_type(1, "positive int"),
+                type_name = "positive int", metavar = "N", help = "remove the messages #1 to #N" }
+      p:option{ "--archive", required = true, metavar = "DIR",
+                help = "the folder root to export the channel to first (DIR/CHANNEL must not exist)" }
+      p:option{ "--dry-run", action = "store_true", help = "say what would be archived and removed; change nothing" }
+      p:set_defaults{ handler = cmd_trim }
     end })
 end
 
