@@ -1071,6 +1071,62 @@ static void test_claim(void)
     ac_chan_close(ch);
 }
 
+/* ---- retention ---- */
+
+static void test_trim(void)
+{
+    struct ac_chan *ch;
+    struct ac_trim_result res;
+    struct ac_err err = AC_ERR_INIT;
+    struct ac_post_result pr;
+    int i, rc;
+
+    create_chan("trim");
+    ch = open_chan("trim");
+    rc = ac_chan_msg_trim(ch, 1, &res, &err);
+    TAP_OK(rc == -1 && strcmp(err.code, "TRIM_KEEPS_NEWEST") == 0 && err.exit_code == 1,
+           "an empty channel: TRIM_KEEPS_NEWEST, exit 1");
+    for (i = 0; i < 4; i++)
+        post_full(ch, "alice", "bob", "m", "x\n", &pr);
+    hand_msg("trim", "2-dup.md", "carol", "bob");          /* the Python tool's duplicate seq */
+    t_mkdir(chan_path("trim", ".acks"));
+    t_mkdir(chan_path("trim", ".acks/2"));
+    t_write(chan_path("trim", ".acks/2/bob.json"), "{}\n");
+    t_mkdir(chan_path("trim", ".acks/4"));
+    t_write(chan_path("trim", ".acks/4/bob.json"), "{}\n");
+    t_mkdir(chan_path("trim", ".acks/2x"));                  /* not a seq: stays */
+    unlink(chan_path("trim", ".seqhigh"));
+
+    err = (struct ac_err)AC_ERR_INIT;
+    rc = ac_chan_msg_trim(ch, 4, &res, &err);
+    TAP_OK(rc == -1 && strcmp(err.code, "TRIM_KEEPS_NEWEST") == 0, "through the newest: refused");
+    TAP_STR_EQ(err.msg, "trim keeps the newest message of 'trim' (#4): trim through #3 at most",
+               "TRIM_KEEPS_NEWEST message");
+    TAP_OK(t_exists(chan_path("trim", "0001-alice-m.md")) && !t_exists(chan_path("trim", ".seqhigh")),
+           "a refused trim changes nothing");
+
+    err = (struct ac_err)AC_ERR_INIT;
+    rc = ac_chan_msg_trim_check(ch, 3, &res, &err);
+    TAP_OK(rc == 0 && res.messages == 4 && res.acks == 0 && res.newest == 4 &&
+           t_exists(chan_path("trim", "0001-alice-m.md")), "the check alone counts and removes nothing");
+
+    rc = ac_chan_msg_trim(ch, 3, &res, &err);
+    TAP_OK(rc == 0 && res.messages == 4 && res.acks == 1 && res.newest == 4,
+           "trim through #3: 4 message files (one seq twice) and 1 ack");
+    TAP_OK(!t_exists(chan_path("trim", "0001-alice-m.md")) && !t_exists(chan_path("trim", "2-dup.md")) &&
+           !t_exists(chan_path("trim", "0003-alice-m.md")) && t_exists(chan_path("trim", "0004-alice-m.md")),
+           "the messages through #3 are gone, #4 stays");
+    TAP_OK(!t_exists(chan_path("trim", ".acks/2")) && t_exists(chan_path("trim", ".acks/4/bob.json")) &&
+           t_exists(chan_path("trim", ".acks/2x")), "the acks of #2 are gone; #4's and a stray entry stay");
+    {
+        char *high = t_read(chan_path("trim", ".seqhigh"), NULL);
+        TAP_OK(high && atoi(high) == 4, "the high-water mark was raised to the newest seq");
+        free(high);
+    }
+    TAP_INT_EQ(post_full(ch, "alice", "bob", "m", "x\n", &pr), 5, "the next post is #5");
+    ac_chan_close(ch);
+}
+
 /* ---- change notification ---- */
 
 static void test_watch(void)
@@ -1120,6 +1176,7 @@ int main(int argc, char **argv)
     test_stamp();
     test_post_faults();
     test_claim();
+    test_trim();
     test_watch();
 
     ac_store_close(st);
