@@ -28,7 +28,17 @@ end
 -- Argument lists that exercise a command's own grammar a little.
 local TYPICAL = {
   post = { { "c", "--from", "a", "--title", "t", "--body", "b" }, { "c", "--fr", "a", "--ti", "t" },
-           { "c", "--from", "a", "--title", "t", "--reply", "x" } },
+           { "c", "--from", "a", "--title", "t", "--reply", "x" },
+           -- the direct shortcut (commands/post.lua) and lines just off it
+           { "c", "--from", "a", "--to", "b", "--title", "", "--reply", "0012", "--status", "s",
+             "--body", "", "--body-file", "f" },
+           { "c", "--title", "t", "--from", "a" }, { "c", "--from", "a" }, { "c", "--title", "t" },
+           { "c", "--from", "a", "--title", "t", "--from", "b" }, { "c", "--from", "a", "--title", "-t" },
+           { "c", "--from", "a", "--title", "t", "--reply", "-1" }, { "c", "--from", "a", "--title" },
+           { "c", "--from", "a", "--title", "t", "--reply", " 7 " }, { "", "--from", "a", "--title", "t" },
+           { "c", "--from", "a", "--title", "t", "--type", "message" }, { "--from", "a", "c", "--title", "t" },
+           { "c", "--from=a", "--title", "t" }, { "c", "--from", "a", "--title", "t", "--body", "x=y" },
+           { "c", "--from", "a", "--title", "t", "-h" }, { "c", "--from", "a", "--title", "t", "--", "x" } },
   read = { { "c", "--as", "bob" }, { "c", "--as", "bob", "--kind", "event", "--max-messages", "2" },
            { "c", "--as" } },
   wait = { { "c", "--as", "bob", "--timeout", "-1" } },

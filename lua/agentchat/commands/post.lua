@@ -96,6 +96,43 @@ local function cmd_post(args, ctx)
   return 0
 end
 
+-- The options a usual post line has (the others, `--opt=value`, repeats,
+-- abbreviations and values starting with '-' go through argparse): their
+-- args key.
+local DIRECT = { ["--from"] = "from", ["--to"] = "to", ["--title"] = "title", ["--reply"] = "reply",
+                 ["--status"] = "status", ["--body"] = "body", ["--body-file"] = "body_file" }
+
+--- cli.parse's shortcut: `post CHANNEL --opt VALUE...` with the options
+--- above, each once, --from and --title given, parsed as argparse would
+--- (cli_parse_spec compares the two); nil for anything else. argparse is
+--- a third of a post's start-up.
+function M.direct(_, rest)
+  local channel = rest[1]
+  if not channel or channel == "" or channel:sub(1, 1) == "-" or #rest % 2 == 0 then
+    return nil
+  end
+  local args = { channel = channel, to = "all", status = "discussion", handler = cmd_post }
+  local seen = {}
+  for i = 2, #rest, 2 do
+    local key, v = DIRECT[rest[i]], rest[i + 1]
+    if not key or seen[key] or v:sub(1, 1) == "-" then
+      return nil
+    end
+    seen[key] = true
+    args[key] = v
+  end
+  if not (seen.from and seen.title) then
+    return nil
+  end
+  if args.reply then
+    args.reply = int_text(args.reply)
+    if not args.reply then
+      return nil                   -- argparse words the error
+    end
+  end
+  return args
+end
+
 function M.register(sub)
   sub:parser("post", { description = "Post a message. The body comes from --body, else --body-file, else stdin.",
     build = function(p)
