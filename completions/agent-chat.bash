@@ -25,7 +25,7 @@
 # unquoted on purpose:
 # shellcheck disable=SC2086
 
-_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team doctor lock check unlock recover recover-pending state compact task event status import export bridge run watch repl serve hook config fsck"
+_agent_chat_commands="init channels roster post read wait peek claim ack receipts inbox request await respond team doctor lock check unlock recover recover-pending state compact task event status import export trim bridge run watch repl serve hook config fsck"
 _agent_chat_task_commands="create list show update claim renew recover recover-pending done block release next"
 _agent_chat_event_commands="post read"
 _agent_chat_status_commands="set get watch"
@@ -143,6 +143,7 @@ _agent_chat_spec()
             _agent_chat_pos="team" ;;
         "import folder") _agent_chat_pos="dir none +" ;;
         export) _agent_chat_valued="--to"; _agent_chat_pos="channel +" ;;
+        trim) _agent_chat_valued="--through --archive"; _agent_chat_flags+=" --dry-run"; _agent_chat_pos="channel" ;;
         run) _agent_chat_pos="file file +" ;;
         watch)
             _agent_chat_valued="--as --script --interval --retries --backoff --on-error --dead-letter --arg"
@@ -385,8 +386,8 @@ _agent_chat()
             _agent_chat_add $choices
             return 0
         fi
-        # export --to is a folder (post --to names agents, below)
-        [[ $path == export && $opt == --to ]] && opt=--root
+        # export --to and trim --archive are folders (post --to names agents, below)
+        [[ ($path == export && $opt == --to) || $opt == --archive ]] && opt=--root
         case $opt in
             --root)
                 mapfile -t COMPREPLY < <(compgen -d -- "$cur")

@@ -86,12 +86,14 @@
  *    the caller (watch_wait_fd: the bridge of docs/claude-teams.md waits
  *    for the channel and a host folder in one call), copying a message
  *    file between stores (msg_put), opening a channel whose metadata is
- *    missing (chan_open_bare), and one wait on several watches and one
- *    watch of several channels (watch_wait_many, watch_add: `wait --for`).
- *    Version 2 is not released yet: its last eight operations came with
+ *    missing (chan_open_bare), one wait on several watches and one
+ *    watch of several channels (watch_wait_many, watch_add: `wait --for`),
+ *    ending what a process holds on the server (session_end) and
+ *    retention (msg_trim: `trim`).
+ *    Version 2 is not released yet: its last ten operations came with
  *    it, appended (mutex_keep, chan_hidden, chan_open_hidden,
- *    watch_wait_fd, msg_put, chan_open_bare, watch_wait_many, watch_add);
- *    a table may leave any of them NULL. */
+ *    watch_wait_fd, msg_put, chan_open_bare, watch_wait_many, watch_add,
+ *    session_end, msg_trim); a table may leave any of them NULL. */
 #define AC_STORE_VERSION 2
 
 #define AC_MESSAGE_CAP (16u << 20)    /* largest message file we read */
@@ -673,7 +675,6 @@ int ac_chan_cursor_advance(struct ac_chan *ch, const char *agent, const int64_t 
                            struct ac_err *err);
 int ac_chan_cursor_lock(struct ac_chan *ch, const char *agent, struct ac_mutex **out,
                         struct ac_err *err);
-/* ops->msg_put; fault point store.msg_put. */
 /* What ac_chan_msg_trim removed. */
 struct ac_trim_result {
     size_t messages;            /* message files (a seq the Python tool gave
@@ -687,13 +688,17 @@ struct ac_trim_result {
  * message is above `through` (so a folder shared with the Python tool,
  * which numbers a post from the files it sees, never reuses a seq; our
  * own counter keeps the high-water mark anyway). STORE_UNSUPPORTED on a
- * backend without msg_trim. */
+ * backend without msg_trim. ops->msg_trim after the checks; fault point
+ * store.msg_trim between them. 0 with *out, or -1 with err (the checks'
+ * refusals change nothing; a failure of the removal may leave it half
+ * done, oldest first: the same trim again finishes it). */
 int ac_chan_msg_trim(struct ac_chan *ch, uint64_t through, struct ac_trim_result *out,
                      struct ac_err *err);
 /* Its checks alone: what it would remove (out->acks stays 0: counting
  * them costs what removing them does), or its refusal. Nothing changes. */
 int ac_chan_msg_trim_check(struct ac_chan *ch, uint64_t through, struct ac_trim_result *out,
                            struct ac_err *err);
+/* ops->msg_put; fault point store.msg_put. */
 int ac_chan_msg_put(struct ac_chan *ch, const char *name, const char *data, size_t len,
                     struct ac_err *err);
 

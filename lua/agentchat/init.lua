@@ -66,6 +66,8 @@ local function file_present(path)
   return data ~= nil or (errno ~= 2 and errno ~= 20)
 end
 
+M._file_present = file_present   -- for commands/export.lua (trim)
+
 local function user_config_present()
   local xdg = os.getenv("XDG_CONFIG_HOME")
   if xdg and xdg:sub(1, 1) == "/" then

@@ -1,9 +1,10 @@
 /* trim_etcd.c - retention on the etcd backend: the store op msg_trim
  * (store.h; ac_chan_msg_trim checked the arguments).
  *
- *   1. one transaction, while the channel record exists: the messages
+ *   1. while the channel record exists, the messages
  *      P/c/<chan>/m/<seq:020>/... with seq <= through and their idempotency
- *      tokens P/c/<chan>/i/<seq:020> (two range deletes; the counter
+ *      tokens P/c/<chan>/i/<seq:020>, MSG_CHUNK messages a transaction
+ *      (two range deletes each, the oldest first; the counter
  *      P/ch/<chan>\x01seq is not touched, so no seq is reused);
  *   2. the acks P/c/<chan>/r/.acks/<seq>/... of those seqs, listed a page
  *      at a time (their seq is decimal, not padded: no single range holds
@@ -28,6 +29,8 @@
 #define ACK_TXN_OPS 100
 /* Keys listed a request. */
 #define ACK_PAGE 1000
+/* Messages removed a transaction. */
+#define MSG_CHUNK 1000
 
 /* A transaction of deletes: sent again once when its outcome is unknown
  * (a delete repeats without harm). */
@@ -42,35 +45,64 @@ static int delete_txn(struct ac_etcd *e, const struct ac_etcd_txn_req *t, struct
     return rc;
 }
 
-/* Step 1: the messages and tokens of seqs 1..through. */
+/* Step 1: the messages and tokens of seqs 1..through, MSG_CHUNK
+ * messages a transaction, the oldest first (a long channel's trim does not
+ * hold the cluster in one huge write). */
 static int trim_messages(struct et_chan *ch, uint64_t through, struct ac_err *err)
 {
-    char end20[24];
     char *m = et_key(ch, "m/", (char *)NULL), *i = et_key(ch, "i/", (char *)NULL);
-    char *mend = NULL, *iend = NULL;
-    int rc = -1;
+    char *end = NULL;
+    int rc = -1, more = 1;
 
-    snprintf(end20, sizeof end20, "%020" PRIu64, through + 1);
     if (m && i) {
-        mend = et_key(ch, "m/", end20, (char *)NULL);
-        iend = et_key(ch, "i/", end20, (char *)NULL);
+        char end20[24];
+        snprintf(end20, sizeof end20, "%020" PRIu64, through + 1);
+        end = et_key(ch, "m/", end20, (char *)NULL);
     }
-    if (!mend || !iend) {
+    if (!end) {
         et_nomem(err);
-    } else {
-        struct ac_etcd_cmp cmp = { KEY(ch->meta_key), AC_ETCD_VERSION, AC_ETCD_GREATER, 0, NULL, 0 };
-        struct ac_etcd_op ops[2] = { et_op_delete(RANGE(m, mend)), et_op_delete(RANGE(i, iend)) };
-        struct ac_etcd_txn_req t = { &cmp, 1, ops, 2, NULL, 0 };
-        struct ac_etcd_txn_res r;
-        if (delete_txn(ch->st->conn->e, &t, &r, err) == 0) {
-            rc = r.succeeded ? 0 : et_not_found(ch->base.store, ch->base.name, err);
-            ac_etcd_txn_res_free(&r);
+        more = 0;
+    }
+    while (more) {
+        struct ac_etcd_range_req rq;
+        struct ac_etcd_range_res rs;
+        uint64_t upto = through;
+        char up20[24], *mend, *iend;
+        memset(&rq, 0, sizeof rq);
+        rq.keys = RANGE(m, end);
+        rq.keys_only = 1;
+        rq.limit = MSG_CHUNK;
+        if (ac_etcd_range(ch->st->conn->e, &rq, &rs, 0, err) == -1)
+            break;
+        more = rs.more && rs.nkvs > 0;
+        if (more)       /* this chunk ends at the seq of its last message */
+            upto = strtoull(rs.kvs[rs.nkvs - 1].key + strlen(m), NULL, 10);
+        ac_etcd_range_res_free(&rs);
+        snprintf(up20, sizeof up20, "%020" PRIu64, upto + 1);
+        mend = et_key(ch, "m/", up20, (char *)NULL);
+        iend = et_key(ch, "i/", up20, (char *)NULL);
+        if (!mend || !iend) {
+            et_nomem(err);
+        } else {
+            struct ac_etcd_cmp cmp = { KEY(ch->meta_key), AC_ETCD_VERSION, AC_ETCD_GREATER, 0, NULL, 0 };
+            struct ac_etcd_op ops[2] = { et_op_delete(RANGE(m, mend)), et_op_delete(RANGE(i, iend)) };
+            struct ac_etcd_txn_req t = { &cmp, 1, ops, 2, NULL, 0 };
+            struct ac_etcd_txn_res r;
+            if (delete_txn(ch->st->conn->e, &t, &r, err) == 0) {
+                rc = r.succeeded ? 0 : et_not_found(ch->base.store, ch->base.name, err);
+                ac_etcd_txn_res_free(&r);
+            }
         }
+        free(mend);
+        free(iend);
+        if (rc == -1)
+            break;
+        if (more)
+            rc = -1;    /* the next chunk decides */
     }
     free(m);
     free(i);
-    free(mend);
-    free(iend);
+    free(end);
     return rc;
 }
 

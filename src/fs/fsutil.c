@@ -103,6 +103,29 @@ int ac_open_dir_path(const char *path)
     return open_retry(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0);
 }
 
+/* fsync the directory holding buf's last component ("/" or "." at the
+ * top): a directory just made is durable once its parent is. */
+static int sync_parent(char *buf)
+{
+    char *slash = strrchr(buf, '/'), keep = 0;
+    const char *dir = ".";
+    int fd, rc;
+    if (slash == buf) {
+        dir = "/";
+    } else if (slash) {
+        keep = *slash;
+        *slash = '\0';
+        dir = buf;
+    }
+    fd = ac_open_dir_path(dir);
+    if (slash && slash != buf)
+        *slash = keep;
+    if (fd == -1)
+        return -1;
+    rc = ac_fsync_dir(fd);
+    return ac_close_keep(fd, rc);
+}
+
 int ac_mkdirs(const char *path, mode_t mode)
 {
     char buf[PATH_MAX];
@@ -117,11 +140,16 @@ int ac_mkdirs(const char *path, mode_t mode)
         if (buf[i] != '/' && buf[i] != '\0')
             continue;
         buf[i] = '\0';
-        /* Only a missing component costs a mkdir (and a sys.mkdir point), so
-         * the points of `init` do not depend on the depth of the root. */
-        if (access(buf, F_OK) == -1 && ac_sys_mkdirat(AT_FDCWD, buf, mode) == -1 &&
-            errno != EEXIST) {
-            return -1;
+        /* Only a missing component costs a mkdir and the sync of its
+         * parent (a sys.mkdir and a sys.fsync point), so the points of
+         * `init` do not depend on the depth of the root. */
+        if (access(buf, F_OK) == -1) {
+            if (ac_sys_mkdirat(AT_FDCWD, buf, mode) == 0) {
+                if (sync_parent(buf) == -1)
+                    return -1;
+            } else if (errno != EEXIST) {
+                return -1;
+            }
         }
         buf[i] = path[i];
     }

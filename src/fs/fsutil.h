@@ -68,7 +68,8 @@ int ac_open_dir_at(int dirfd, const char *name);
 /* Open a directory by path (following symlinks; used for the root only). */
 int ac_open_dir_path(const char *path);
 
-/* Create every missing directory of `path` (like mkdir -p). */
+/* Create every missing directory of `path` (like mkdir -p), durably: the
+ * parent of each directory it makes is fsynced. 0, or -1 with errno. */
 int ac_mkdirs(const char *path, mode_t mode);
 
 /* Close fd keeping errno (of a failure just before); returns rc, so that

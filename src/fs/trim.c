@@ -140,9 +140,10 @@ int ac_fs_msg_trim(struct ac_chan *ch, uint64_t through, size_t *acks, struct ac
         ac_listing_free(&l);
         return -1;
     }
-    /* The listing is sorted by seq: the oldest go first. */
+    /* The listing is sorted by seq: the oldest go first. A directory
+     * named like a message (no command makes one) stays. */
     for (i = 0; i < l.n && l.v[i].seq <= through; i++) {
-        if (ac_sys_unlinkat(fd, l.v[i].name, 0) == -1 && errno != ENOENT) {
+        if (ac_sys_unlinkat(fd, l.v[i].name, 0) == -1 && errno != ENOENT && errno != EISDIR) {
             rc = ac_err_sys(err, errno, NULL, "could not remove message %s", l.v[i].name);
             break;
         }

@@ -33,7 +33,8 @@
 #   ETCD_GOMAXPROCS    each member's GOMAXPROCS (the Go scheduler's CPUs). Default: the
 #                      machine's CPUs divided among the members, at least 1, as if each
 #                      member had its own share of the machine (3 members that each schedule
-#                      over both cores of a 2-core machine contend: a post takes ~15% longer)
+#                      over both cores of a 2-core machine contend: a post takes about a
+#                      third longer)
 #   ETCD_GRACEFUL_STOP=1  stop with SIGTERM (5 s grace) instead of SIGKILL
 #   ETCD_KEEP_LOGS=DIR    stop copies the member logs there first (CI artifacts)
 #   ETCD_RUN_AS        e.g. "m3=nobody": run that member under another uid (setpriv, no fork),

@@ -85,17 +85,18 @@ describe("the etcd store: trim", function()
     }, keys(store))
   end)
 
-  it("removes acks beyond one listing page and one transaction", function()
+  it("removes messages and acks beyond one transaction and one listing page", function()
     local store, root = E.store(), F.new_root()
     assert.equal(0, E.ac(store, root, { "init", "big" }).code)
-    -- 360 messages, each acked by 3 agents: 1080 ack keys (two pages of
-    -- 1000), 360 seqs (four transactions of at most 100)
+    -- 1100 messages (two transactions of at most 1000), the first 360 acked
+    -- by 3 agents: 1080 ack keys (two pages of 1000), 360 seqs (four
+    -- transactions of at most 100)
     local script = F.tmpdir() .. "/fill.lua"
     local f = assert(io.open(script, "w"))
     f:write([[
 local ac = require "agentchat"
 local ch = assert(assert(ac.open()):channel("big"))
-for i = 1, 361 do
+for i = 1, 1100 do
   assert(ch:post{ from = "alice", title = "m" .. i, body = "x" })
 end
 for i = 1, 360 do
@@ -103,21 +104,22 @@ for i = 1, 360 do
     assert(ch:ack(i, { as = who }))
   end
 end
-assert(ch:ack(361, { as = "bob" }))
+assert(ch:ack(1100, { as = "bob" }))
 ]])
     f:close()
     local r = E.ac(store, root, { "run", script })
     assert.equal(0, r.code, F.show(r.stderr))
-    r = E.ac(store, root, { "trim", "big", "--through", "360", "--archive", F.tmpdir() .. "/a" })
+    r = E.ac(store, root, { "trim", "big", "--through", "1099", "--archive", F.tmpdir() .. "/a" })
     assert.equal(0, r.code, F.show(r.stderr))
-    assert.truthy(r.stdout:find("\ntrimmed 'big' through #360: 360 messages, 1080 acks removed; #361 and "
-      .. "later stay\n", 1, true), r.stdout)
+    assert.truthy(r.stdout:find("\ntrimmed 'big' through #1099: 1099 messages, 1080 acks removed; #1100 "
+      .. "and later stay\n", 1, true), r.stdout)
     local left = {}
     for _, k in ipairs(keys(store)) do
-      if k:find("^c/big/[mr]/") then
+      if k:find("^c/big/[mri]/") then
         left[#left + 1] = k
       end
     end
-    assert.same({ "c/big/m/00000000000000000361/0361-alice-m361.md", "c/big/r/.acks/361/bob.json" }, left)
+    assert.same({ "c/big/i/00000000000000001100", "c/big/m/00000000000000001100/1100-alice-m1100.md",
+                  "c/big/r/.acks/1100/bob.json" }, left)
   end)
 end)

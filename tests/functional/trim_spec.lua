@@ -87,17 +87,48 @@ describe("trim", function()
     assert.equal("agent-chat: TRIM_KEEPS_NEWEST: channel 'empty' has no messages to trim\n", r.stderr)
   end)
 
-  it("removes nothing when the archive cannot be written (the channel is already in it)", function()
+  it("removes nothing when the archive already holds the channel, dry run or not", function()
     local root = channel(4, { 1 })
     local archive = F.tmpdir() .. "/archive"
     F.ok(root, { "trim", "dev", "--through", "1", "--archive", archive })
     local before = F.snapshot(root)
-    local r = F.ac(root, { "trim", "dev", "--through", "3", "--archive", archive })
-    assert.equal(1, r.code)
-    assert.is_nil(F.error_line(r.stderr), r.stderr)
-    assert.truthy(r.stderr:find("CHANNEL_EXISTS", 1, true) or r.stderr:find("already exists", 1, true),
-      r.stderr)
+    local archived = F.snapshot(archive)
+    for _, extra in ipairs({ {}, { "--dry-run" } }) do
+      local argv = { "trim", "dev", "--through", "3", "--archive", archive }
+      table.move(extra, 1, #extra, #argv + 1, argv)
+      local r = F.ac(root, argv)
+      assert.equal(1, r.code)
+      assert.equal("", r.stdout)
+      assert.equal("agent-chat: the archive " .. F.absolute(archive) .. " already holds "
+        .. "channel 'dev': archive to a new folder (nothing was removed)\n", r.stderr)
+    end
     assert.same({}, F.diff(before, F.snapshot(root)))
+    assert.same({}, F.diff(archived, F.snapshot(archive)))
+  end)
+
+  it("removes nothing when the archive skipped a file (a second file of one seq, one over 16 MiB)", function()
+    for _, plant in ipairs({
+      function(root)   -- the Python tool can leave two files of one seq
+        local f = assert(io.open(root .. "/dev/0002-carol-dup.md", "w"))
+        f:write("---\nseq: 2\nfrom: carol\nto: all\nchannel: dev\nts: 2026-01-01T00:00:00+00:00\n"
+          .. "status: discussion\ntitle: dup\n---\nx\n")
+        f:close()
+      end,
+      function(root)   -- over the 16 MiB a reader reads
+        assert(os.execute("head -c 17000000 /dev/zero | tr '\\0' x > " .. H.sh(root .. "/dev/0001-dave-big.md")))
+      end,
+    }) do
+      local root = channel(4, { 1 })
+      plant(root)
+      local before = F.snapshot(root)
+      local archive = F.tmpdir() .. "/archive"
+      local r = F.ac(root, { "trim", "dev", "--through", "3", "--archive", archive })
+      assert.equal(1, r.code, F.show(r.stdout))
+      assert.truthy(r.stdout:find("^exported 'dev' to .*, 1 skipped\n$"), r.stdout)
+      assert.equal("agent-chat: TRIM_ARCHIVE_INCOMPLETE: the archive of 'dev' lacks 1 files export skipped "
+        .. "(unreadable, over 16 MiB, or a second file of one seq): nothing was removed\n", r.stderr)
+      assert.same({}, F.diff(before, F.snapshot(root)))
+    end
   end)
 
   it("--dry-run says what it would do and changes nothing", function()
@@ -173,6 +204,17 @@ print(t.messages, t.acks, t.newest)
     assert.truthy(exists(outside .. "/bob.json"))
     assert.equal("l:" .. outside, F.snapshot(root .. "/dev")[".acks/1"])
     assert.same({ "0003-alice-m3.md" }, messages(root))
+    -- a directory named like a message (no command makes one) stays, the rest goes
+    assert(os.execute("mkdir " .. H.sh(root .. "/dev/0004-x.md")))
+    for i = 5, 6 do
+      F.ok(root, { "post", "dev", "--from", "alice", "--title", "m" .. i, "--body", "x" })
+    end
+    f = assert(io.open(script, "w"))
+    f:write('local ch = assert(assert(require("agentchat").open()):channel("dev")); assert(ch:trim(5))\n')
+    f:close()
+    r = F.run({ "run", script }, { root = root })
+    assert.equal(0, r.code, F.show(r.stderr))
+    assert.same({ "0004-x.md", "0006-alice-m6.md" }, messages(root))
   end)
 
   it("a trim killed half way leaves older messages gone, and the same trim run again finishes it", function()

@@ -6,11 +6,14 @@
 --
 -- `agent-chat trim CHANNEL --through N --archive DIR [--dry-run]`: archive,
 -- then trim (docs/etcd.md "Retention"): the channel is exported to DIR as
--- above, and only once that succeeded are its messages 1..N and their acks
--- removed (ch:trim). The newest message always stays (TRIM_KEEPS_NEWEST,
--- checked before anything is written).
+-- above, and only once that succeeded with nothing skipped
+-- (TRIM_ARCHIVE_INCOMPLETE) are its messages 1..N and their acks removed
+-- (ch:trim). The newest message always stays (TRIM_KEEPS_NEWEST), and a
+-- DIR that holds the channel already is refused (CHANNEL_EXISTS), both
+-- checked before anything is written.
 local ac = require "agentchat"
 local open = require "agentchat.commands.open"
+local store = require "agentchat.store"
 
 local M = {}
 
@@ -60,6 +63,12 @@ local function cmd_trim(args, ctx)
     return ctx.fail(msg, code, exit)
   end
   local archive = ac.join_path(ac.normalize_path(args.archive), args.channel)
+  -- An archive folder holds one copy of a channel: a second trim (or the
+  -- rerun of one that stopped) archives to a new folder.
+  if not store.is_etcd(args.archive) and ac._file_present(ac.join_path(archive, "_meta.json")) then
+    return ctx.fail(string.format("the archive %s already holds channel '%s': archive to a new folder "
+      .. "(nothing was removed)", ac.normalize_path(args.archive), args.channel), "CHANNEL_EXISTS", 1)
+  end
   if args.dry_run then
     ctx.out(string.format("would archive '%s' to %s, then remove %d messages (#1 to #%d); "
       .. "#%d and later stay\n", args.channel, archive, check.messages, args.through, args.through + 1))
@@ -72,6 +81,14 @@ local function cmd_trim(args, ctx)
   end, msg, code, exit, partial)
   if erc ~= 0 then
     return erc
+  end
+  -- Export skips what it cannot read or place (a message over 16 MiB, an
+  -- unreadable file, a second file of one seq): trim would remove it
+  -- unarchived, so nothing goes.
+  if reports[1].skipped > 0 then
+    return ctx.fail(string.format("the archive of '%s' lacks %d files export skipped (unreadable, over "
+      .. "16 MiB, or a second file of one seq): nothing was removed", args.channel, reports[1].skipped),
+      "TRIM_ARCHIVE_INCOMPLETE", 1)
   end
   local done
   done, msg, code, exit = ch:trim(args.through)
