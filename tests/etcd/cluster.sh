@@ -113,6 +113,19 @@ running() {
   [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
+# Any thread of pid still running? A killed Go process's main thread can be a
+# zombie while its other threads still hold the descriptors (a connect then
+# reaches a listening socket about to close: "connection reset", not the
+# "refused" of a dead member).
+threads_alive() {
+  local t st
+  for t in /proc/"$1"/task/*/stat; do
+    st=$(sed -n 's/^[0-9]* (.*) \([A-Z]\).*/\1/p' "$t" 2>/dev/null) || continue
+    [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ] && return 0
+  done
+  return 1
+}
+
 port_busy() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 run_as_of() {  # member index -> user name or empty
@@ -356,7 +369,7 @@ cmd_kill() {
   pid=$(member_pid "$i")
   [ -n "$pid" ] || die "m$i is not running"
   kill -KILL "$pid"
-  while running "$pid"; do sleep 0.01; done
+  while running "$pid" || threads_alive "$pid"; do sleep 0.01; done
   echo "m$i"
 }
 
